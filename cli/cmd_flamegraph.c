@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Placeholder until this module lands. */
+#include "cli.h"
+int culpert__cmd_flamegraph(int argc, char **argv)
+{
+  (void)argc;
+  (void)argv;
+  culpert__error("'flamegraph' is not built yet");
+  return CULPERT_EXIT_ERROR;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * main.c: the culpert command. Dispatches to cmd_<name>.c; the only place
+ * that calls exit().
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char *culpert__argv0 = "culpert";
+
+static const struct {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} commands[] = {
+    {"report", culpert__cmd_report, "where the bytes go, by span (tree, flat, callsites)"},
+    {"info", culpert__cmd_info, "what a profile file holds"},
+    {"diff", culpert__cmd_diff, "compare two profiles; exit 1 on a regression (CI gate)"},
+    {"flamegraph", culpert__cmd_flamegraph, "folded stacks or an interactive SVG"},
+    {"run", culpert__cmd_run, "run a program under libculpert and report on it"},
+    {"upload", culpert__cmd_upload, "store a profile in the archive by commit SHA"},
+    {"pull", culpert__cmd_pull, "fetch a profile from the archive"},
+};
+
+void culpert__error(const char *fmt, ...)
+{
+  va_list ap;
+  fputs("culpert: error: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+static void usage(FILE *f)
+{
+  fprintf(f, "usage: culpert <command> [options] [args]\n\n"
+             "culpert is a per-span heap allocation profiler. Commands:\n\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "\nRun 'culpert <command> --help' for a command's options.\n"
+             "Exit status: 0 success, 1 diff found a regression, 2 error.\n"
+             "  --help       show this help\n"
+             "  --version    show the version\n");
+}
+
+int main(int argc, char **argv)
+{
+  if (argc > 0 && argv[0])
+    culpert__argv0 = argv[0];
+  if (argc < 2) {
+    usage(stderr);
+    return CULPERT_EXIT_ERROR;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+    usage(stdout);
+    return CULPERT_EXIT_OK;
+  }
+  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    printf("culpert %s\n", CULPERT_VERSION_STRING);
+    return CULPERT_EXIT_OK;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+    if (strcmp(cmd, commands[i].name) == 0) {
+      int rc = commands[i].run(argc - 1, argv + 1);
+      if (fflush(stdout) != 0 && rc == CULPERT_EXIT_OK) {
+        culpert__error("cannot write to standard output");
+        rc = CULPERT_EXIT_ERROR;
+      }
+      exit(rc);
+    }
+  }
+  culpert__error("unknown command '%s' (try 'culpert --help')", cmd);
+  return CULPERT_EXIT_ERROR;
+}

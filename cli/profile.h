@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * profile.h: a profile loaded into memory, whoever produced it.
+ *
+ * One loader serves every subcommand. It accepts gzip or plain protobuf
+ * pprof from culpert, the Rust culpert and Go (heap/allocs), validates every
+ * index and length, caps the decompressed size, and hands the commands this
+ * producer-neutral model. Values are picked by sample type name, never by
+ * position (see profile-format.md, "Reading").
+ */
+#ifndef CULPERT_CLI_PROFILE_H
+#define CULPERT_CLI_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest decompressed profile the loader accepts (documented in --help). */
+#define CULPERT_PROFILE_MAX_BYTES (512u * 1024u * 1024u)
+
+enum culpert__producer {
+  CULPERT_PRODUCER_CULPERT, /* alloc_* / inuse_* / samples */
+  CULPERT_PRODUCER_RUST,    /* allocations/count + space/bytes */
+  CULPERT_PRODUCER_GO,      /* Go heap or allocs profile */
+};
+
+struct culpert__kv {
+  char *key;
+  char *value;
+};
+
+/* One frame of a stack, inline frames expanded (innermost first). */
+struct culpert__frame {
+  const char *function; /* demangled name; "0x<addr>" when unknown; never NULL */
+  const char *file;     /* NULL when unknown */
+  int64_t line;         /* 0 when unknown */
+  uint64_t address;     /* the location's address */
+  const char *mapping;  /* the mapping's file name, NULL when none */
+};
+
+struct culpert__sample {
+  const uint32_t *frames;  /* indices into profile->frames, leaf first */
+  uint32_t nframes;
+  const char *span_name;   /* NULL: outside every span ("(no span)") */
+  int64_t span_id;         /* 0 when the sample has no span_id label */
+  int64_t span_parent_id;  /* 0 when absent (a root span) */
+  int64_t bytes;           /* allocated bytes, unbiased estimate */
+  int64_t objects;         /* allocated objects, 0 when the file has none */
+  int64_t inuse_bytes;     /* 0 when the file has no in-use values */
+  int64_t inuse_objects;
+  int64_t samples;         /* raw samples in this bucket, 0 when unknown */
+};
+
+struct culpert__profile {
+  char *path;                       /* as given to the loader */
+  enum culpert__producer producer;
+  int64_t rate;                     /* period in bytes; 0 = every allocation */
+  int64_t time_nanos;
+  int64_t duration_nanos;
+  bool has_objects, has_inuse, has_samples;
+
+  struct culpert__sample *samples;
+  size_t nsamples;
+  struct culpert__frame *frames;
+  size_t nframes;
+
+  /* Comments of the form key=value, sorted by key. culpert's own keys
+   * (culpert.version, culpert.rate, culpert.stack, ...) go to `props`;
+   * everything else is user metadata. Comments without '=' are in
+   * `notes`. */
+  struct culpert__kv *props;
+  size_t nprops;
+  struct culpert__kv *metadata;
+  size_t nmetadata;
+  char **notes;
+  size_t nnotes;
+
+  /* Whole-profile totals over every sample. */
+  int64_t total_bytes;
+  int64_t total_objects;
+  int64_t total_inuse_bytes;
+  int64_t total_inuse_objects;
+  int64_t total_samples;
+
+  void *arena_; /* owned storage; private to profile.c */
+};
+
+/*
+ * culpert__profile_load: read and validate the profile at `path` ("-" is
+ * stdin). On success returns 0 and *out; on failure returns a negative errno
+ * and writes a message naming the file and the problem into err (for
+ * "culpert: error: <err>").
+ */
+int culpert__profile_load(const char *path, struct culpert__profile **out, char *err,
+                          size_t errlen);
+
+/* culpert__profile_load_buffer: the same from memory; `name` is used in
+ * messages and as profile->path. */
+int culpert__profile_load_buffer(const void *data, size_t len, const char *name,
+                                 struct culpert__profile **out, char *err, size_t errlen);
+
+void culpert__profile_free(struct culpert__profile *p);
+
+/* Look up a culpert.* property ("culpert.stack"); NULL when absent. */
+const char *culpert__profile_prop(const struct culpert__profile *p, const char *key);
+
+#endif /* CULPERT_CLI_PROFILE_H */

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * culpert.h: the whole public C API of libculpert, the per-span heap
+ * allocation profiler.
+ *
+ * libculpert samples allocations by bytes and attributes each sample to the
+ * innermost *span* open on the allocating thread. A span is a named region of
+ * work ("handle_request", "parse_input"); spans nest, and each thread has its
+ * own span stack. This header is everything a program needs to open and close
+ * spans and to write profiles on demand.
+ *
+ * Works with or without linking:
+ *   - Link with -lculpert (or `pkg-config --libs culpert`, or the CMake target
+ *     culpert::culpert) and the calls go to the library.
+ *   - Compile against this header only, without -lculpert: every function is
+ *     declared weak, and the macros below call it only when it is present, so
+ *     the program links and runs normally with every call doing nothing. Run
+ *     the same binary with LD_PRELOAD=libculpert.so and the calls come alive.
+ *   Define CULPERT_NO_WEAK before including this header to get plain strong
+ *   declarations (a link error then tells you libculpert is missing).
+ *
+ * Thread safety: every function may be called from any thread at any time.
+ * The span functions never allocate, never take a lock and cannot fail.
+ */
+#ifndef CULPERT_H
+#define CULPERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CULPERT_VERSION_MAJOR 0
+#define CULPERT_VERSION_MINOR 1
+#define CULPERT_VERSION_PATCH 0
+
+/* Deepest span nesting recorded per thread. Deeper spans are still balanced
+ * by culpert_span_exit(), but their allocations are attributed to the
+ * deepest recorded span and the overflow is counted in the profile
+ * (comment culpert.span_overflow). */
+#define CULPERT_SPAN_MAX_DEPTH 64
+
+#if defined(__GNUC__) && !defined(CULPERT_NO_WEAK) && !defined(CULPERT_BUILDING_LIBRARY)
+#define CULPERT__DECL __attribute__((weak))
+#else
+#define CULPERT__DECL
+#endif
+
+/*
+ * culpert_span_enter: open a span named `name` on the calling thread; its
+ * parent is the span currently open on this thread (none: a root span).
+ *
+ * Every call creates a new span id, unique within the process, which
+ * culpert_span_current() returns until the matching culpert_span_exit().
+ * `name` must be a NUL-terminated string that stays valid while the span is
+ * open (string literals are the common case); libculpert copies the text the
+ * first time it sees a name under a given parent, so the pointer is not kept
+ * after the span closes. Names longer than 255 bytes are cut.
+ * Profiles aggregate spans by *path*: all instances of
+ * handle_request -> parse_input share one span_id in the written file.
+ */
+CULPERT__DECL void culpert_span_enter(const char *name);
+
+/*
+ * culpert_span_exit: close the innermost span opened on the calling thread.
+ * A call with no span open is ignored (and counted in the profile as
+ * culpert.span_underflow).
+ */
+CULPERT__DECL void culpert_span_exit(void);
+
+/*
+ * culpert_span_current: the id of the innermost span open on the calling
+ * thread, or 0 when none is open (or libculpert is not loaded). Pass it to
+ * culpert_span_enter_child_of() on another thread to keep work handed to a
+ * thread pool under the span that submitted it.
+ */
+CULPERT__DECL uint64_t culpert_span_current(void);
+
+/*
+ * culpert_span_enter_child_of: like culpert_span_enter(), but the new span's
+ * parent is `parent_id` (from culpert_span_current(), possibly on another
+ * thread) instead of the span open on this thread. parent_id 0 makes a root
+ * span. An id that libculpert does not know makes a root span as well.
+ * Close it with culpert_span_exit() as usual.
+ */
+CULPERT__DECL void culpert_span_enter_child_of(const char *name, uint64_t parent_id);
+
+/*
+ * culpert_snapshot_write: write a profile of everything recorded since the
+ * process started to `path` (gzipped pprof). Snapshots are cumulative and
+ * never reset anything: a later snapshot contains at least what an earlier
+ * one did. Returns 0, or a negative errno (-ENOSYS when libculpert is not
+ * loaded, -EAGAIN when sampling was stopped by an internal failure).
+ */
+CULPERT__DECL int culpert_snapshot_write(const char *path);
+
+/*
+ * culpert_snapshot: like culpert_snapshot_write(), but returns the gzipped
+ * profile in a buffer: on success *out points to *len bytes that the caller
+ * releases with free(), and the result is 0. On failure returns a negative
+ * errno and leaves *out NULL and *len 0.
+ */
+CULPERT__DECL int culpert_snapshot(unsigned char **out, size_t *len);
+
+/*
+ * culpert_is_active: 1 when libculpert is loaded and sampling, 0 otherwise.
+ */
+CULPERT__DECL int culpert_is_active(void);
+
+#if defined(__GNUC__) && !defined(CULPERT_NO_WEAK) && !defined(CULPERT_BUILDING_LIBRARY)
+/*
+ * Call through the weak declarations only when libculpert is present. A
+ * function-like macro does not expand inside its own expansion, so these
+ * reach the real functions; taking a function's address still works.
+ */
+#define culpert_span_enter(name) \
+  (culpert_span_enter ? culpert_span_enter(name) : (void)0)
+#define culpert_span_exit() \
+  (culpert_span_exit ? culpert_span_exit() : (void)0)
+#define culpert_span_current() \
+  (culpert_span_current ? culpert_span_current() : (uint64_t)0)
+#define culpert_span_enter_child_of(name, parent_id) \
+  (culpert_span_enter_child_of ? culpert_span_enter_child_of((name), (parent_id)) : (void)0)
+#define culpert_snapshot_write(path) \
+  (culpert_snapshot_write ? culpert_snapshot_write(path) : -38 /* -ENOSYS */)
+#define culpert_snapshot(out, len) \
+  (culpert_snapshot ? culpert_snapshot((out), (len)) \
+                    : (*(out) = NULL, *(len) = 0, -38 /* -ENOSYS */))
+#define culpert_is_active() \
+  (culpert_is_active ? culpert_is_active() : 0)
+#endif
+
+#if defined(__GNUC__)
+/* Helper for CULPERT_SPAN; not part of the API. */
+static inline void culpert__span_scope_end(int *unused)
+{
+  (void)unused;
+  culpert_span_exit();
+}
+#define CULPERT__CAT2(a, b) a##b
+#define CULPERT__CAT(a, b) CULPERT__CAT2(a, b)
+/*
+ * CULPERT_SPAN(name): open a span that closes by itself when the enclosing
+ * block ends (any return, break or goto included). GCC and Clang only.
+ *
+ *     void handle_request(struct req *r) {
+ *         CULPERT_SPAN("handle_request");
+ *         ...
+ *     }
+ */
+#define CULPERT_SPAN(name)                                                    \
+  __attribute__((cleanup(culpert__span_scope_end), unused)) int CULPERT__CAT( \
+      culpert__span_scope_, __LINE__) = (culpert_span_enter(name), 0)
+#endif
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* CULPERT_H */
