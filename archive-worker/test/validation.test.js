@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// Refused input: SHA, branch, project, limit, body content and body size.
+import { describe, expect, it } from "vitest";
+import { LIMIT, call, callWithEnv, env, freshProject, gzip, sha } from "./helpers.js";
+
+async function post(commit, query, body) {
+	return call("POST", `/v1/profiles/${commit}`, { body: body ?? (await gzip("p")), query });
+}
+
+async function expectError(res, status, pattern) {
+	expect(res.status).toBe(status);
+	expect(res.headers.get("content-type")).toBe("application/json");
+	const json = await res.json();
+	expect(Object.keys(json)).toEqual(["error"]);
+	expect(json.error).toMatch(pattern);
+}
+
+const BAD_SHAS = [
+	["too short", "abc123"],
+	["too long", "a".repeat(65)],
+	["not hex", "g".repeat(40)],
+	["punctuation", "abcdef0-"],
+	["percent-encoded", "abcdef0%41"],
+];
+
+describe("SHA", () => {
+	it.each(BAD_SHAS)("refuses a SHA that is %s on POST and GET", async (_, bad) => {
+		await expectError(await post(bad, { branch: "main", project: freshProject() }), 400, /bad SHA/);
+		await expectError(await call("GET", `/v1/profiles/${bad}`), 400, /bad SHA/);
+	});
+});
+
+const BAD_BRANCHES = [
+	["empty", ""],
+	["256 bytes long", "b".repeat(256)],
+	["256 bytes of two-byte characters", "é".repeat(128)],
+	["a newline", "main\nx"],
+	["a tab", "ma\tin"],
+	["a NUL", "ma\u0000in"],
+	["DEL", "main\u007f"],
+	["a C1 control", "main\u0085"],
+];
+
+describe("branch", () => {
+	it.each(BAD_BRANCHES)("refuses a branch with %s on every route", async (_, bad) => {
+		const project = freshProject();
+		await expectError(await post(sha("a1"), { branch: bad, project }), 400, /bad branch/);
+		await expectError(await call("GET", "/v1/profiles/latest", { query: { branch: bad, project } }), 400, /bad branch/);
+		await expectError(await call("GET", "/v1/profiles", { query: { branch: bad, project } }), 400, /bad branch/);
+	});
+
+	it("accepts a branch of exactly 255 bytes", async () => {
+		const res = await post(sha("a2"), { branch: "é".repeat(127) + "x", project: freshProject() });
+		expect(res.status).toBe(201);
+	});
+
+	it("requires a branch on upload", async () => {
+		await expectError(await post(sha("a3"), { project: freshProject() }), 400, /branch.*required/);
+	});
+
+	it("refuses a branch given twice", async () => {
+		const res = await call("POST", `/v1/profiles/${sha("a4")}?branch=a&branch=b`, { body: await gzip("p") });
+		await expectError(res, 400, /branch: given more than once/);
+	});
+});
+
+const BAD_PROJECTS = [
+	["empty", ""],
+	["65 characters long", "p".repeat(65)],
+	["a slash", "a/b"],
+	["a space", "a b"],
+	["a dot only", "."],
+	["two dots", ".."],
+	["a leading dash", "-p"],
+	["non-ASCII", "prøject"],
+];
+
+describe("project", () => {
+	it.each(BAD_PROJECTS)("refuses a project that is %s on every route", async (_, bad) => {
+		await expectError(await post(sha("b1"), { branch: "main", project: bad }), 400, /bad project/);
+		await expectError(await call("GET", `/v1/profiles/${sha("b1")}`, { query: { project: bad } }), 400, /bad project/);
+		await expectError(await call("GET", "/v1/profiles/latest", { query: { branch: "main", project: bad } }), 400, /bad project/);
+		await expectError(await call("GET", "/v1/profiles", { query: { project: bad } }), 400, /bad project/);
+	});
+
+	it("accepts letters, digits, dot, underscore and dash up to 64 characters", async () => {
+		for (const project of ["A.b_c-9", "x".repeat(64), "9"]) {
+			expect((await post(sha("b2"), { branch: "main", project })).status, project).toBe(201);
+		}
+	});
+});
+
+describe("limit", () => {
+	it.each(["0", "1001", "-1", "abc", "1.5", "", "10000", " 5"])("refuses limit=%j", async (bad) => {
+		await expectError(await call("GET", "/v1/profiles", { query: { limit: bad } }), 400, /bad limit/);
+	});
+
+	it("accepts 1 and 1000", async () => {
+		for (const limit of ["1", "1000"]) {
+			expect((await call("GET", "/v1/profiles", { query: { limit, project: freshProject() } })).status).toBe(200);
+		}
+	});
+});
+
+describe("body", () => {
+	it.each([
+		["plain text", new TextEncoder().encode("not a profile")],
+		["one byte of the magic", new Uint8Array([0x1f])],
+		["a zip file", new Uint8Array([0x50, 0x4b, 0x03, 0x04])],
+		["the magic reversed", new Uint8Array([0x8b, 0x1f, 0x08])],
+	])("refuses %s as not gzip", async (_, body) => {
+		await expectError(await post(sha("c1"), { branch: "main", project: freshProject() }, body), 400, /not gzip/);
+	});
+
+	it("refuses an empty body", async () => {
+		await expectError(await post(sha("c2"), { branch: "main" }, new Uint8Array(0)), 400, /not gzip/);
+		const none = await call("POST", `/v1/profiles/${sha("c2")}`, { query: { branch: "main" } });
+		await expectError(none, 400, /not gzip/);
+	});
+
+	it("accepts the bare magic: the archive never parses profiles", async () => {
+		const res = await post(sha("c3"), { branch: "main", project: freshProject() }, new Uint8Array([0x1f, 0x8b]));
+		expect(res.status).toBe(201);
+		expect((await res.json()).size).toBe(2);
+	});
+
+	it("accepts a body of exactly MAX_BODY_BYTES", async () => {
+		const body = new Uint8Array(LIMIT);
+		body.set([0x1f, 0x8b]);
+		const res = await post(sha("c4"), { branch: "main", project: freshProject() }, body);
+		expect(res.status).toBe(201);
+		expect((await res.json()).size).toBe(LIMIT);
+	});
+
+	it("answers 413 when Content-Length is over the limit", async () => {
+		const project = freshProject();
+		const body = new Uint8Array(LIMIT + 1);
+		body.set([0x1f, 0x8b]);
+		const res = await post(sha("c5"), { branch: "main", project }, body);
+		await expectError(res, 413, new RegExp(`limit of ${LIMIT} bytes`));
+		const list = await call("GET", "/v1/profiles", { query: { project } });
+		expect(await list.json()).toEqual([]);
+	});
+
+	it("answers 413 when a streamed body without Content-Length grows over the limit", async () => {
+		const project = freshProject();
+		let sent = 0;
+		const stream = new ReadableStream({
+			pull(controller) {
+				const chunk = new Uint8Array(1000);
+				if (sent === 0) chunk.set([0x1f, 0x8b]);
+				sent += chunk.byteLength;
+				controller.enqueue(chunk);
+				if (sent > 3 * LIMIT) controller.close();
+			},
+		});
+		const req = new Request(`http://archive.test/v1/profiles/${sha("c6")}?branch=main&project=${project}`, {
+			method: "POST",
+			body: stream,
+			headers: { authorization: "Bearer test-write-token" },
+		});
+		expect(req.headers.get("content-length")).toBeNull();
+		const { default: worker } = await import("../src/index.js");
+		await expectError(await worker.fetch(req, env), 413, /limit/);
+		const list = await call("GET", "/v1/profiles", { query: { project } });
+		expect(await list.json()).toEqual([]);
+	});
+
+	it("uses 32 MiB when MAX_BODY_BYTES is not set", async () => {
+		const body = new Uint8Array(LIMIT * 2);
+		body.set([0x1f, 0x8b]);
+		const res = await callWithEnv({ ...env, MAX_BODY_BYTES: undefined }, "POST", `/v1/profiles/${sha("c7")}`, {
+			body,
+			query: { branch: "main", project: freshProject() },
+		});
+		expect(res.status).toBe(201);
+		const big = await callWithEnv({ ...env, MAX_BODY_BYTES: undefined }, "POST", `/v1/profiles/${sha("c7")}`, {
+			body: new Uint8Array([0x1f, 0x8b]),
+			headers: { "content-length": String(32 * 1024 * 1024 + 1) },
+			query: { branch: "main", project: freshProject() },
+		});
+		expect(big.status).toBe(413);
+	});
+
+	it("answers 500 for a MAX_BODY_BYTES that is not a positive integer", async () => {
+		for (const bad of ["0", "-5", "32MiB", "1e6"]) {
+			const res = await callWithEnv({ ...env, MAX_BODY_BYTES: bad }, "POST", `/v1/profiles/${sha("c8")}`, {
+				body: await gzip("p"),
+				query: { branch: "main", project: freshProject() },
+			});
+			await expectError(res, 500, /MAX_BODY_BYTES/);
+		}
+	});
+});
