@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// "Newest" is the server's upload time, ties broken by the greater SHA; and
+// an upload that fails part-way never becomes visible.
+import { describe, expect, it } from "vitest";
+import {
+	blobKeys,
+	call,
+	callWithEnv,
+	env,
+	freshProject,
+	gunzip,
+	gzip,
+	setUploadedAt,
+	sha,
+	upload,
+} from "./helpers.js";
+
+async function latestSha(project, branch) {
+	const res = await call("GET", "/v1/profiles/latest", { query: { project, branch } });
+	expect(res.status).toBe(200);
+	return res.headers.get("x-culpert-sha");
+}
+
+async function listShas(project, query = {}) {
+	const res = await call("GET", "/v1/profiles", { query: { project, ...query } });
+	expect(res.status).toBe(200);
+	return (await res.json()).map((u) => u.sha);
+}
+
+describe("newest first", () => {
+	it("picks the later upload even when its SHA is smaller", async () => {
+		const project = freshProject();
+		await upload(project, sha("ff"), "main", "older");
+		await upload(project, sha("11"), "main", "newer");
+		await setUploadedAt(project, sha("ff"), 1_000);
+		await setUploadedAt(project, sha("11"), 2_000);
+		expect(await latestSha(project, "main")).toBe(sha("11"));
+		expect(await listShas(project)).toEqual([sha("11"), sha("ff")]);
+	});
+
+	it("breaks a tie in upload time by the greater SHA", async () => {
+		const project = freshProject();
+		for (const seed of ["5a", "c3", "07"]) await upload(project, sha(seed), "main", seed);
+		for (const seed of ["5a", "c3", "07"]) await setUploadedAt(project, sha(seed), 5_000);
+		expect(await latestSha(project, "main")).toBe(sha("c3"));
+		expect(await listShas(project)).toEqual([sha("c3"), sha("5a"), sha("07")]);
+		expect(await listShas(project, { branch: "main" })).toEqual([sha("c3"), sha("5a"), sha("07")]);
+	});
+
+	it("answers the bytes of the newest row, not just its SHA", async () => {
+		const project = freshProject();
+		await upload(project, sha("a1"), "main", "first");
+		await upload(project, sha("a2"), "main", "second");
+		await setUploadedAt(project, sha("a1"), 9_000);
+		await setUploadedAt(project, sha("a2"), 8_000);
+		const res = await call("GET", "/v1/profiles/latest", { query: { project, branch: "main" } });
+		expect(await gunzip(new Uint8Array(await res.arrayBuffer()))).toBe("first");
+	});
+
+	it("moves a re-uploaded SHA to the front", async () => {
+		const project = freshProject();
+		await upload(project, sha("b1"), "main", "b1");
+		await upload(project, sha("b2"), "main", "b2");
+		await setUploadedAt(project, sha("b1"), 1_000);
+		await setUploadedAt(project, sha("b2"), 2_000);
+		expect(await latestSha(project, "main")).toBe(sha("b2"));
+		await upload(project, sha("b1"), "main", "b1 again");
+		expect(await latestSha(project, "main")).toBe(sha("b1"));
+		expect(await listShas(project)).toEqual([sha("b1"), sha("b2")]);
+	});
+
+	it("honours limit, keeping the newest", async () => {
+		const project = freshProject();
+		const seeds = ["01", "02", "03", "04", "05"];
+		for (const [i, seed] of seeds.entries()) {
+			await upload(project, sha(seed), "main", seed);
+			await setUploadedAt(project, sha(seed), 1_000 + i);
+		}
+		expect(await listShas(project, { limit: "2" })).toEqual([sha("05"), sha("04")]);
+		expect(await listShas(project)).toHaveLength(5);
+	});
+
+	it("reports uploaded_at as the stored server time", async () => {
+		const project = freshProject();
+		await upload(project, sha("c1"), "main", "t");
+		await setUploadedAt(project, sha("c1"), Date.UTC(2026, 0, 2, 3, 4, 5, 6));
+		const [row] = await (await call("GET", "/v1/profiles", { query: { project } })).json();
+		expect(row.uploaded_at).toBe("2026-01-02T03:04:05.006Z");
+	});
+});
+
+/** An environment whose D1 or R2 fails on the named operation. */
+function failing(binding, method) {
+	const real = env[binding];
+	const broken = new Proxy(real, {
+		get(target, prop) {
+			if (prop === method) return async () => { throw new Error(`injected ${binding}.${method} failure`); };
+			const value = target[prop];
+			return typeof value === "function" ? value.bind(target) : value;
+		},
+	});
+	return { ...env, [binding]: broken };
+}
+
+describe("failed uploads", () => {
+	it("leaves neither row nor blob when the index write fails", async () => {
+		const project = freshProject();
+		const res = await callWithEnv(failing("DB", "batch"), "POST", `/v1/profiles/${sha("d1")}`, {
+			body: await gzip("lost"),
+			query: { project, branch: "main" },
+		});
+		expect(res.status).toBe(500);
+		expect(await res.json()).toEqual({ error: "internal error" });
+		expect(await listShas(project)).toEqual([]);
+		expect(await blobKeys(project)).toEqual([]);
+		const latest = await call("GET", "/v1/profiles/latest", { query: { project, branch: "main" } });
+		expect(latest.status).toBe(404);
+	});
+
+	it("keeps the earlier upload of a SHA when replacing it fails", async () => {
+		const project = freshProject();
+		await upload(project, sha("d2"), "main", "kept");
+		const res = await callWithEnv(failing("DB", "batch"), "POST", `/v1/profiles/${sha("d2")}`, {
+			body: await gzip("lost"),
+			query: { project, branch: "main" },
+		});
+		expect(res.status).toBe(500);
+		const got = await call("GET", `/v1/profiles/${sha("d2")}`, { query: { project } });
+		expect(await gunzip(new Uint8Array(await got.arrayBuffer()))).toBe("kept");
+		expect(await blobKeys(project)).toHaveLength(1);
+	});
+
+	it("adds no row when the blob write fails", async () => {
+		const project = freshProject();
+		const res = await callWithEnv(failing("PROFILES", "put"), "POST", `/v1/profiles/${sha("d3")}`, {
+			body: await gzip("lost"),
+			query: { project, branch: "main" },
+		});
+		expect(res.status).toBe(500);
+		expect(await listShas(project)).toEqual([]);
+	});
+
+	it("still answers 201 when deleting the replaced blob fails, serving the new one", async () => {
+		const project = freshProject();
+		await upload(project, sha("d4"), "main", "old");
+		const res = await callWithEnv(failing("PROFILES", "delete"), "POST", `/v1/profiles/${sha("d4")}`, {
+			body: await gzip("new"),
+			query: { project, branch: "main" },
+		});
+		expect(res.status).toBe(201);
+		const got = await call("GET", `/v1/profiles/${sha("d4")}`, { query: { project } });
+		expect(await gunzip(new Uint8Array(await got.arrayBuffer()))).toBe("new");
+		// The old blob is an orphan: stored, but never listed or served.
+		expect(await blobKeys(project)).toHaveLength(2);
+		expect(await listShas(project)).toEqual([sha("d4")]);
+	});
+
+	it("never serves a blob that has no index row", async () => {
+		const project = freshProject();
+		await env.PROFILES.put(`${project}/${sha("d5")}/orphan`, new Uint8Array([0x1f, 0x8b]));
+		expect((await call("GET", `/v1/profiles/${sha("d5")}`, { query: { project } })).status).toBe(404);
+		expect((await call("GET", "/v1/profiles/latest", { query: { project, branch: "main" } })).status).toBe(404);
+		expect(await listShas(project)).toEqual([]);
+	});
+
+	it("answers 500 JSON when a row names a missing blob", async () => {
+		const project = freshProject();
+		await upload(project, sha("d6"), "main", "gone");
+		for (const key of await blobKeys(project)) await env.PROFILES.delete(key);
+		const res = await call("GET", `/v1/profiles/${sha("d6")}`, { query: { project } });
+		expect(res.status).toBe(500);
+		expect((await res.json()).error).toMatch(/missing from storage/);
+	});
+});
