@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
+#
+# The whole test suite, from a clean clone of a fresh Debian 12 machine:
+# installs what is missing, builds with -Werror, runs every ctest entry
+# (collector, writer, CLI, diff, flame graph, archive CLI and worker), then
+# rebuilds the unit and CLI tests with ASan+UBSan and runs them again.
+#   tests/run.sh              everything
+#   tests/run.sh -R REGEX     only the ctest entries matching REGEX
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+.ci/install-deps
+
+jobs=$(nproc 2>/dev/null || echo 2)
+export GOCACHE="${GOCACHE:-$root/build-test/.gocache}"
+export GOFLAGS="${GOFLAGS:-}"
+export CULPERT_QUIET_TESTS=1
+
+echo "== build (-Werror)"
+cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCULPERT_WERROR=ON >/dev/null
+cmake --build build-test -j"$jobs"
+
+echo "== tests"
+ctest --test-dir build-test --output-on-failure -j"$jobs" --timeout 600 "$@"
+
+if [[ $# -eq 0 ]]; then
+  echo "== unit, writer, CLI and diff tests under ASan+UBSan"
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCULPERT_WERROR=ON -DCULPERT_SANITIZE=ON \
+    -DCULPERT_BUILD_BENCH=OFF -DCULPERT_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build build-asan -j"$jobs"
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 600 -L sanitize
+fi
