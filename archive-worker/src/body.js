@@ -39,20 +39,40 @@ export async function readProfileBody(request, maxBytes) {
 		const chunk = value instanceof Uint8Array ? value : new Uint8Array(value);
 		total += chunk.byteLength;
 		if (total > maxBytes) {
-			await reader.cancel().catch(() => {});
+			await discardRest(reader, maxBytes);
 			throw tooLarge(maxBytes);
 		}
 		chunks.push(chunk);
 		if (head.length < 2) {
 			for (let i = 0; i < chunk.byteLength && head.length < 2; i++) head.push(chunk[i]);
 			if (head.length === 2 && (head[0] !== 0x1f || head[1] !== 0x8b)) {
-				await reader.cancel().catch(() => {});
+				await discardRest(reader, maxBytes);
 				throw notGzip();
 			}
 		}
 	}
 	if (head.length < 2) throw notGzip();
 	return concat(chunks, total);
+}
+
+/**
+ * Reads and drops up to `budget` more bytes of a refused body, then cancels
+ * what is left. Answering while a body is half read makes the local
+ * `wrangler dev` proxy fail the connection's next request with a 503, so a
+ * refused body is drained, within a bound, before the answer goes out.
+ */
+async function discardRest(reader, budget) {
+	let dropped = 0;
+	try {
+		while (dropped <= budget) {
+			const { done, value } = await reader.read();
+			if (done) return;
+			dropped += value.byteLength;
+		}
+		await reader.cancel();
+	} catch {
+		// The client went away; there is nothing left to drain.
+	}
 }
 
 function concat(chunks, total) {
