@@ -1,3 +1,927 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Placeholder until this module lands. */
-#include "cli.h"
+/*
+ * profile.c: the one profile loader every subcommand uses.
+ *
+ * Reads a file (or stdin), inflates gzip incrementally up to
+ * CULPERT_PROFILE_MAX_BYTES, decodes the protobuf with the protobuf-c code
+ * generated from proto/profile.proto, validates every index and length, and
+ * builds the producer-neutral model of profile.h.
+ *
+ * It must never crash, hang or allocate without bound on hostile input:
+ * protobuf-c decodes into a budgeted arena (memory proportional to the
+ * input), the model lives in a second budgeted arena, and every integer taken
+ * from the file is checked before it is used as an index or a size.
+ */
+#include "profile.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "profile.pb-c.h"
+
+/* Decoding may use this much memory beyond 64 MiB per input byte, and never
+ * more than CULPERT_DECODE_MAX_BYTES in all. protobuf-c's structures take at
+ * most ~40 bytes per encoded byte (an empty Sample is 2 bytes on the wire and
+ * an 80-byte struct), so a real profile stays far below the budget while a
+ * crafted one cannot make the loader allocate absurdly. */
+#define DECODE_BYTES_PER_INPUT_BYTE 48u
+#define DECODE_BASE_BYTES ((size_t)64 << 20)
+#define CULPERT_DECODE_MAX_BYTES ((size_t)6 << 30)
+
+typedef Perftools__Profiles__Profile pb_profile;
+typedef Perftools__Profiles__Sample pb_sample;
+typedef Perftools__Profiles__Location pb_location;
+typedef Perftools__Profiles__Function pb_function;
+typedef Perftools__Profiles__Mapping pb_mapping;
+
+/* ---- arena: bump allocation with a budget ---------------------------- */
+
+struct chunk {
+  struct chunk *next;
+  size_t size, used;
+  _Alignas(16) unsigned char data[];
+};
+
+struct arena {
+  struct chunk *head;
+  size_t total;     /* bytes handed out plus chunk overhead */
+  size_t budget;    /* 0 = unlimited */
+  bool over_budget; /* an allocation failed because of the budget */
+};
+
+static void *arena_alloc(struct arena *a, size_t n)
+{
+  n = (n + 15u) & ~(size_t)15u;
+  if (n == 0)
+    n = 16;
+  struct chunk *c = a->head;
+  if (!c || c->size - c->used < n) {
+    size_t size = (size_t)1 << 20;
+    if (c && c->size < ((size_t)64 << 20))
+      size = c->size * 2;
+    if (size < n)
+      size = n;
+    if (a->budget && (a->total > a->budget || size > a->budget - a->total)) {
+      /* Try a chunk just large enough before giving up. */
+      size = n;
+      if (a->total > a->budget || size > a->budget - a->total) {
+        a->over_budget = true;
+        return NULL;
+      }
+    }
+    c = malloc(sizeof *c + size);
+    if (!c)
+      return NULL;
+    c->size = size;
+    c->used = 0;
+    c->next = a->head;
+    a->head = c;
+    a->total += size;
+  }
+  void *p = c->data + c->used;
+  c->used += n;
+  return p;
+}
+
+static void arena_free(struct arena *a)
+{
+  struct chunk *c = a->head;
+  while (c) {
+    struct chunk *next = c->next;
+    free(c);
+    c = next;
+  }
+  a->head = NULL;
+  a->total = 0;
+}
+
+static void *arena_calloc(struct arena *a, size_t n, size_t size)
+{
+  if (size && n > SIZE_MAX / size)
+    return NULL;
+  void *p = arena_alloc(a, n * size);
+  if (p)
+    memset(p, 0, n * size);
+  return p;
+}
+
+static char *arena_strdup(struct arena *a, const char *s)
+{
+  size_t n = strlen(s) + 1;
+  char *p = arena_alloc(a, n);
+  if (p)
+    memcpy(p, s, n);
+  return p;
+}
+
+static void *pb_alloc(void *data, size_t size)
+{
+  return arena_alloc(data, size);
+}
+
+static void pb_free(void *data, void *ptr)
+{
+  /* The arena is released as a whole. */
+  (void)data;
+  (void)ptr;
+}
+
+/* ---- errors ------------------------------------------------------------ */
+
+static int fail(char *err, size_t errlen, const char *name, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Write "<name>: <message>" into err and return rc. */
+static int fail(char *err, size_t errlen, const char *name, int rc, const char *fmt, ...)
+{
+  if (err && errlen) {
+    int n = snprintf(err, errlen, "%s: ", name);
+    if (n >= 0 && (size_t)n < errlen) {
+      va_list ap;
+      va_start(ap, fmt);
+      vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+      va_end(ap);
+    }
+  }
+  return rc;
+}
+
+/* ---- reading and inflating ---------------------------------------------- */
+
+/* Read all of `f` into a malloc'd buffer, refusing more than `cap` bytes. */
+static int read_all(FILE *f, size_t cap, unsigned char **out, size_t *outlen)
+{
+  size_t size = 0, alloc = 1 << 16;
+  unsigned char *buf = malloc(alloc);
+  int rc = 0;
+  if (!buf)
+    return -ENOMEM;
+  for (;;) {
+    if (size == alloc) {
+      if (alloc > cap) {
+        rc = -EFBIG;
+        goto out;
+      }
+      size_t next = alloc * 2;
+      if (next > cap + 1)
+        next = cap + 1;
+      unsigned char *nb = realloc(buf, next);
+      if (!nb) {
+        rc = -ENOMEM;
+        goto out;
+      }
+      buf = nb;
+      alloc = next;
+    }
+    size_t n = fread(buf + size, 1, alloc - size, f);
+    size += n;
+    if (n == 0) {
+      if (ferror(f))
+        rc = -EIO;
+      break;
+    }
+  }
+  if (rc == 0 && size > cap)
+    rc = -EFBIG;
+out:
+  if (rc) {
+    free(buf);
+    return rc;
+  }
+  *out = buf;
+  *outlen = size;
+  return 0;
+}
+
+static bool is_gzip(const unsigned char *data, size_t len)
+{
+  return len >= 2 && data[0] == 0x1f && data[1] == 0x8b;
+}
+
+/*
+ * Inflate gzip data (one or more members) into a malloc'd buffer, growing it
+ * step by step and stopping as soon as the output would pass `cap`: a gzip
+ * bomb costs at most `cap` bytes of memory and the time to inflate them.
+ */
+static int gunzip(const unsigned char *in, size_t inlen, size_t cap, const char *name,
+                  unsigned char **out, size_t *outlen, char *err, size_t errlen)
+{
+  z_stream zs;
+  memset(&zs, 0, sizeof zs);
+  unsigned char *buf = NULL;
+  size_t alloc = 0, used = 0;
+  int rc = 0;
+
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
+    return fail(err, errlen, name, -ENOMEM, "cannot initialise zlib");
+  const unsigned char *next = in;
+  size_t left = inlen;
+  for (;;) {
+    if (used == alloc) {
+      if (alloc > cap) {
+        rc = fail(err, errlen, name, -EFBIG,
+                  "decompressed profile exceeds %zu MiB (CULPERT_PROFILE_MAX_BYTES); "
+                  "refusing it as a possible gzip bomb",
+                  cap >> 20);
+        goto out;
+      }
+      size_t grow = alloc ? alloc * 2 : (inlen < (cap / 4) ? inlen * 4 + 4096 : cap);
+      if (grow > cap + 1)
+        grow = cap + 1;
+      unsigned char *nb = realloc(buf, grow);
+      if (!nb) {
+        rc = fail(err, errlen, name, -ENOMEM, "out of memory inflating the profile");
+        goto out;
+      }
+      buf = nb;
+      alloc = grow;
+    }
+    /* zlib counts in uInt; feed it at most 1 GiB at a time. */
+    size_t in_step = left < (1u << 30) ? left : (1u << 30);
+    size_t out_step = alloc - used < (1u << 30) ? alloc - used : (1u << 30);
+    zs.next_in = (Bytef *)(uintptr_t)next;
+    zs.avail_in = (uInt)in_step;
+    zs.next_out = buf + used;
+    zs.avail_out = (uInt)out_step;
+    int z = inflate(&zs, Z_NO_FLUSH);
+    size_t consumed = in_step - zs.avail_in;
+    next += consumed;
+    left -= consumed;
+    used += out_step - zs.avail_out;
+    if (z == Z_STREAM_END) {
+      /* Another gzip member may follow (concatenated files); anything
+       * else after the end is ignored, as gzip itself does. */
+      if (is_gzip(next, left)) {
+        if (inflateReset(&zs) != Z_OK) {
+          rc = fail(err, errlen, name, -EINVAL, "corrupt gzip data");
+          goto out;
+        }
+        continue;
+      }
+      break;
+    }
+    if (z == Z_OK)
+      continue;
+    if (z == Z_BUF_ERROR && left == 0 && zs.avail_out > 0) {
+      rc = fail(err, errlen, name, -EINVAL, "truncated gzip data (unexpected end of file)");
+      goto out;
+    }
+    if (z == Z_BUF_ERROR)
+      continue; /* output full: grow and go on */
+    if (z == Z_MEM_ERROR) {
+      rc = fail(err, errlen, name, -ENOMEM, "out of memory inflating the profile");
+      goto out;
+    }
+    rc = fail(err, errlen, name, -EINVAL, "corrupt gzip data (%s)",
+              zs.msg ? zs.msg : "inflate failed");
+    goto out;
+  }
+  if (used > cap) {
+    rc = fail(err, errlen, name, -EFBIG,
+              "decompressed profile exceeds %zu MiB (CULPERT_PROFILE_MAX_BYTES); "
+              "refusing it as a possible gzip bomb",
+              cap >> 20);
+    goto out;
+  }
+out:
+  inflateEnd(&zs);
+  if (rc) {
+    free(buf);
+    return rc;
+  }
+  *out = buf;
+  *outlen = used;
+  return 0;
+}
+
+/* ---- id maps ------------------------------------------------------------ */
+
+/* Open addressing map from a non-zero uint64 id to an index. */
+struct idmap {
+  uint64_t *keys; /* 0 = empty slot */
+  uint32_t *vals;
+  size_t mask;
+};
+
+static uint64_t mix64(uint64_t x)
+{
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+static int idmap_init(struct idmap *m, struct arena *a, size_t n)
+{
+  size_t cap = 16;
+  while (cap < n * 2)
+    cap *= 2;
+  m->keys = arena_calloc(a, cap, sizeof *m->keys);
+  m->vals = arena_alloc(a, cap * sizeof *m->vals);
+  m->mask = cap - 1;
+  return m->keys && m->vals ? 0 : -ENOMEM;
+}
+
+/* Insert id -> val; returns false if the id is already present. */
+static bool idmap_put(struct idmap *m, uint64_t id, uint32_t val)
+{
+  size_t i = (size_t)mix64(id) & m->mask;
+  while (m->keys[i]) {
+    if (m->keys[i] == id)
+      return false;
+    i = (i + 1) & m->mask;
+  }
+  m->keys[i] = id;
+  m->vals[i] = val;
+  return true;
+}
+
+static bool idmap_get(const struct idmap *m, uint64_t id, uint32_t *val)
+{
+  if (id == 0)
+    return false;
+  size_t i = (size_t)mix64(id) & m->mask;
+  while (m->keys[i]) {
+    if (m->keys[i] == id) {
+      *val = m->vals[i];
+      return true;
+    }
+    i = (i + 1) & m->mask;
+  }
+  return false;
+}
+
+/* ---- building the model ------------------------------------------------- */
+
+struct builder {
+  const pb_profile *pb;
+  struct culpert__profile *p;
+  struct arena *a;
+  const char *name;
+  char *err;
+  size_t errlen;
+  char **strings; /* copy of the string table in the model arena */
+  size_t nstrings;
+};
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
+/* Resolve string index `idx` into *s, or fail naming `what`. */
+static int str_at(struct builder *b, int64_t idx, const char **s, const char *what)
+{
+  if (idx < 0 || (uint64_t)idx >= b->nstrings)
+    return fail(b->err, b->errlen, b->name, -EINVAL,
+                "%s refers to string %" PRId64 ", but the string table has %zu entries", what,
+                idx, b->nstrings);
+  *s = b->strings[idx];
+  return 0;
+}
+
+static int nomem(struct builder *b)
+{
+  if (b->a->over_budget)
+    return fail(b->err, b->errlen, b->name, -EFBIG,
+                "profile is too large to load (needs more than %zu MiB of memory)",
+                b->a->budget >> 20);
+  return fail(b->err, b->errlen, b->name, -ENOMEM, "out of memory loading the profile");
+}
+
+static int copy_strings(struct builder *b)
+{
+  const pb_profile *pb = b->pb;
+  if (pb->n_string_table == 0)
+    return fail(b->err, b->errlen, b->name, -EINVAL,
+                "string table is empty (string_table[0] must be \"\")");
+  if (pb->string_table[0][0] != '\0')
+    return fail(b->err, b->errlen, b->name, -EINVAL,
+                "string_table[0] must be the empty string");
+  size_t total = 0;
+  for (size_t i = 0; i < pb->n_string_table; i++)
+    total += strlen(pb->string_table[i]) + 1;
+  b->strings = arena_alloc(b->a, pb->n_string_table * sizeof *b->strings);
+  char *blob = arena_alloc(b->a, total);
+  if (!b->strings || !blob)
+    return nomem(b);
+  for (size_t i = 0; i < pb->n_string_table; i++) {
+    size_t n = strlen(pb->string_table[i]) + 1;
+    memcpy(blob, pb->string_table[i], n);
+    b->strings[i] = blob;
+    blob += n;
+  }
+  b->nstrings = pb->n_string_table;
+  return 0;
+}
+
+/* Indices into Sample.value of each quantity, -1 when the file lacks it. */
+struct value_index {
+  long bytes, objects, inuse_bytes, inuse_objects, samples;
+};
+
+static int pick_values(struct builder *b, struct value_index *vi)
+{
+  const pb_profile *pb = b->pb;
+  long alloc_space = -1, space = -1, alloc_objects = -1, inuse_space = -1, inuse_objects = -1,
+       samples = -1, allocations = -1;
+  char found[256] = "";
+  size_t flen = 0;
+  int rc;
+
+  for (size_t i = 0; i < pb->n_sample_type; i++) {
+    const Perftools__Profiles__ValueType *vt = pb->sample_type[i];
+    const char *type, *unit;
+    if ((rc = str_at(b, vt->type, &type, "a sample type")) ||
+        (rc = str_at(b, vt->unit, &unit, "a sample type unit")))
+      return rc;
+    if (flen < sizeof found - 1) {
+      int n = snprintf(found + flen, sizeof found - flen, "%s%s/%s", flen ? ", " : "", type,
+                       unit);
+      if (n > 0)
+        flen = flen + (size_t)n < sizeof found ? flen + (size_t)n : sizeof found - 1;
+    }
+    long *slot = NULL;
+    if (strcmp(type, "alloc_space") == 0)
+      slot = &alloc_space;
+    else if (strcmp(type, "space") == 0)
+      slot = &space;
+    else if (strcmp(type, "alloc_objects") == 0)
+      slot = &alloc_objects;
+    else if (strcmp(type, "inuse_space") == 0)
+      slot = &inuse_space;
+    else if (strcmp(type, "inuse_objects") == 0)
+      slot = &inuse_objects;
+    else if (strcmp(type, "samples") == 0)
+      slot = &samples;
+    else if (strcmp(type, "allocations") == 0)
+      slot = &allocations;
+    if (slot && *slot < 0)
+      *slot = (long)i;
+  }
+  if (pb->n_sample_type == 0)
+    return fail(b->err, b->errlen, b->name, -EINVAL,
+                "not a heap profile: it declares no sample types");
+  vi->bytes = alloc_space >= 0 ? alloc_space : space;
+  if (vi->bytes < 0)
+    return fail(b->err, b->errlen, b->name, -EINVAL,
+                "not a heap allocation profile: no alloc_space or space sample type "
+                "(it has %s)",
+                found);
+  vi->objects = alloc_objects;
+  vi->inuse_bytes = inuse_space;
+  vi->inuse_objects = inuse_objects;
+  vi->samples = samples >= 0 ? samples : allocations;
+
+  if (alloc_space >= 0 && samples >= 0)
+    b->p->producer = CULPERT_PRODUCER_CULPERT;
+  else if (alloc_space >= 0)
+    b->p->producer = CULPERT_PRODUCER_GO;
+  else
+    b->p->producer = CULPERT_PRODUCER_RUST;
+  b->p->has_objects = vi->objects >= 0;
+  b->p->has_inuse = vi->inuse_bytes >= 0;
+  b->p->has_samples = vi->samples >= 0;
+  return 0;
+}
+
+/* Check the profile-level string indices nobody else looks at. */
+static int check_header(struct builder *b)
+{
+  const pb_profile *pb = b->pb;
+  const char *s;
+  int rc;
+  if ((rc = str_at(b, pb->drop_frames, &s, "drop_frames")) ||
+      (rc = str_at(b, pb->keep_frames, &s, "keep_frames")) ||
+      (rc = str_at(b, pb->default_sample_type, &s, "default_sample_type")) ||
+      (rc = str_at(b, pb->doc_url, &s, "doc_url")))
+    return rc;
+  if (pb->period_type && ((rc = str_at(b, pb->period_type->type, &s, "period_type")) ||
+                          (rc = str_at(b, pb->period_type->unit, &s, "period_type unit"))))
+    return rc;
+  b->p->rate = pb->period < 0 ? 0 : pb->period;
+  b->p->time_nanos = pb->time_nanos;
+  b->p->duration_nanos = pb->duration_nanos;
+  return 0;
+}
+
+static int kv_cmp(const void *x, const void *y)
+{
+  const struct culpert__kv *a = x, *b = y;
+  int c = strcmp(a->key, b->key);
+  if (c)
+    return c;
+  /* Same key twice: keep file order (the value pointers are in file order
+   * within the model arena). */
+  return a->value < b->value ? -1 : a->value > b->value;
+}
+
+static int load_comments(struct builder *b)
+{
+  const pb_profile *pb = b->pb;
+  struct culpert__profile *p = b->p;
+  size_t n = pb->n_comment;
+  int rc;
+  p->props = arena_calloc(b->a, n ? n : 1, sizeof *p->props);
+  p->metadata = arena_calloc(b->a, n ? n : 1, sizeof *p->metadata);
+  p->notes = arena_calloc(b->a, n ? n : 1, sizeof *p->notes);
+  if (!p->props || !p->metadata || !p->notes)
+    return nomem(b);
+  for (size_t i = 0; i < n; i++) {
+    const char *c;
+    if ((rc = str_at(b, pb->comment[i], &c, "a comment")))
+      return rc;
+    const char *eq = strchr(c, '=');
+    if (!eq || eq == c) {
+      if (!(p->notes[p->nnotes++] = arena_strdup(b->a, c)))
+        return nomem(b);
+      continue;
+    }
+    size_t klen = (size_t)(eq - c);
+    char *kv = arena_alloc(b->a, strlen(c) + 1);
+    if (!kv)
+      return nomem(b);
+    memcpy(kv, c, strlen(c) + 1);
+    kv[klen] = '\0';
+    struct culpert__kv item = {kv, kv + klen + 1};
+    if (strncmp(kv, "culpert.", 8) == 0)
+      p->props[p->nprops++] = item;
+    else
+      p->metadata[p->nmetadata++] = item;
+  }
+  qsort(p->props, p->nprops, sizeof *p->props, kv_cmp);
+  qsort(p->metadata, p->nmetadata, sizeof *p->metadata, kv_cmp);
+  return 0;
+}
+
+/*
+ * Frames: each Location expands to one frame per Line (innermost first), or
+ * one address-only frame when it has no lines. loc_first/loc_count give each
+ * location's range in p->frames.
+ */
+static int load_locations(struct builder *b, struct idmap *locs, uint32_t **loc_first_out,
+                          uint32_t **loc_count_out)
+{
+  const pb_profile *pb = b->pb;
+  struct culpert__profile *p = b->p;
+  struct idmap funcs, maps;
+  int rc;
+
+  if (pb->n_location > UINT32_MAX / 2 || pb->n_function > UINT32_MAX / 2 ||
+      pb->n_mapping > UINT32_MAX / 2)
+    return fail(b->err, b->errlen, b->name, -EFBIG, "too many locations, functions or mappings");
+  if (idmap_init(&funcs, b->a, pb->n_function) || idmap_init(&maps, b->a, pb->n_mapping) ||
+      idmap_init(locs, b->a, pb->n_location))
+    return nomem(b);
+
+  const char **map_names = arena_calloc(b->a, pb->n_mapping + 1, sizeof *map_names);
+  if (!map_names)
+    return nomem(b);
+  for (size_t i = 0; i < pb->n_mapping; i++) {
+    const pb_mapping *m = pb->mapping[i];
+    const char *s;
+    if (m->id == 0)
+      return fail(b->err, b->errlen, b->name, -EINVAL, "mapping %zu has id 0", i + 1);
+    if (!idmap_put(&maps, m->id, (uint32_t)i))
+      return fail(b->err, b->errlen, b->name, -EINVAL, "mapping id %" PRIu64 " is not unique",
+                  m->id);
+    if ((rc = str_at(b, m->filename, &s, "a mapping's filename")) ||
+        (rc = str_at(b, m->build_id, &map_names[i], "a mapping's build_id")))
+      return rc;
+    map_names[i] = s[0] ? s : NULL;
+  }
+
+  const char **fn_names = arena_calloc(b->a, pb->n_function + 1, sizeof *fn_names);
+  const char **fn_files = arena_calloc(b->a, pb->n_function + 1, sizeof *fn_files);
+  if (!fn_names || !fn_files)
+    return nomem(b);
+  for (size_t i = 0; i < pb->n_function; i++) {
+    const pb_function *f = pb->function[i];
+    const char *name, *sys, *file;
+    if (f->id == 0)
+      return fail(b->err, b->errlen, b->name, -EINVAL, "function %zu has id 0", i + 1);
+    if (!idmap_put(&funcs, f->id, (uint32_t)i))
+      return fail(b->err, b->errlen, b->name, -EINVAL, "function id %" PRIu64 " is not unique",
+                  f->id);
+    if ((rc = str_at(b, f->name, &name, "a function's name")) ||
+        (rc = str_at(b, f->system_name, &sys, "a function's system_name")) ||
+        (rc = str_at(b, f->filename, &file, "a function's filename")))
+      return rc;
+    fn_names[i] = name[0] ? name : sys[0] ? sys : NULL;
+    fn_files[i] = file[0] ? file : NULL;
+  }
+
+  /* Count frames first so they go into one array. */
+  size_t nframes = 0;
+  for (size_t i = 0; i < pb->n_location; i++) {
+    size_t nl = pb->location[i]->n_line;
+    nframes += nl ? nl : 1;
+    if (nframes > UINT32_MAX / 2)
+      return fail(b->err, b->errlen, b->name, -EFBIG, "too many frames");
+  }
+  uint32_t *loc_first = arena_alloc(b->a, (pb->n_location + 1) * sizeof *loc_first);
+  uint32_t *loc_count = arena_alloc(b->a, (pb->n_location + 1) * sizeof *loc_count);
+  p->frames = arena_calloc(b->a, nframes ? nframes : 1, sizeof *p->frames);
+  if (!loc_first || !loc_count || !p->frames)
+    return nomem(b);
+
+  size_t fi = 0;
+  for (size_t i = 0; i < pb->n_location; i++) {
+    const pb_location *l = pb->location[i];
+    uint32_t idx;
+    if (l->id == 0)
+      return fail(b->err, b->errlen, b->name, -EINVAL, "location %zu has id 0", i + 1);
+    if (!idmap_put(locs, l->id, (uint32_t)i))
+      return fail(b->err, b->errlen, b->name, -EINVAL, "location id %" PRIu64 " is not unique",
+                  l->id);
+    const char *mapping = NULL;
+    if (l->mapping_id) {
+      if (!idmap_get(&maps, l->mapping_id, &idx))
+        return fail(b->err, b->errlen, b->name, -EINVAL,
+                    "location id %" PRIu64 " refers to mapping id %" PRIu64
+                    ", which does not exist",
+                    l->id, l->mapping_id);
+      mapping = map_names[idx];
+    }
+    loc_first[i] = (uint32_t)fi;
+    char *hex = NULL; /* "0x<addr>", made at most once per location */
+    size_t nl = l->n_line ? l->n_line : 1;
+    for (size_t j = 0; j < nl; j++) {
+      struct culpert__frame *fr = &p->frames[fi++];
+      const char *fname = NULL;
+      fr->address = l->address;
+      fr->mapping = mapping;
+      if (l->n_line) {
+        const Perftools__Profiles__Line *ln = l->line[j];
+        if (ln->function_id) {
+          if (!idmap_get(&funcs, ln->function_id, &idx))
+            return fail(b->err, b->errlen, b->name, -EINVAL,
+                        "location id %" PRIu64 " refers to function id %" PRIu64
+                        ", which does not exist",
+                        l->id, ln->function_id);
+          fname = fn_names[idx];
+          fr->file = fn_files[idx];
+        }
+        fr->line = ln->line < 0 ? 0 : ln->line;
+      }
+      if (!fname) {
+        if (!hex) {
+          char tmp[32];
+          snprintf(tmp, sizeof tmp, "0x%" PRIx64, l->address);
+          if (!(hex = arena_strdup(b->a, tmp)))
+            return nomem(b);
+        }
+        fname = hex;
+      }
+      fr->function = fname;
+    }
+    loc_count[i] = (uint32_t)nl;
+  }
+  p->nframes = fi;
+  *loc_first_out = loc_first;
+  *loc_count_out = loc_count;
+  return 0;
+}
+
+static int64_t value_at(const pb_sample *s, long idx)
+{
+  return idx >= 0 ? s->value[idx] : 0;
+}
+
+static int load_samples(struct builder *b, const struct value_index *vi, const struct idmap *locs,
+                        const uint32_t *loc_first, const uint32_t *loc_count)
+{
+  const pb_profile *pb = b->pb;
+  struct culpert__profile *p = b->p;
+  int rc;
+
+  p->samples = arena_calloc(b->a, pb->n_sample ? pb->n_sample : 1, sizeof *p->samples);
+  if (!p->samples)
+    return nomem(b);
+  for (size_t i = 0; i < pb->n_sample; i++) {
+    const pb_sample *s = pb->sample[i];
+    struct culpert__sample *out = &p->samples[i];
+    if (s->n_value != pb->n_sample_type)
+      return fail(b->err, b->errlen, b->name, -EINVAL,
+                  "sample %zu has %zu values but the profile has %zu sample types", i + 1,
+                  s->n_value, pb->n_sample_type);
+
+    size_t total = 0;
+    for (size_t j = 0; j < s->n_location_id; j++) {
+      uint32_t li;
+      if (!idmap_get(locs, s->location_id[j], &li))
+        return fail(b->err, b->errlen, b->name, -EINVAL,
+                    "sample %zu refers to location id %" PRIu64 ", which does not exist",
+                    i + 1, s->location_id[j]);
+      total += loc_count[li];
+      if (total > UINT32_MAX / 2)
+        return fail(b->err, b->errlen, b->name, -EFBIG, "sample %zu has too many frames", i + 1);
+    }
+    uint32_t *frames = arena_alloc(b->a, (total ? total : 1) * sizeof *frames);
+    if (!frames)
+      return nomem(b);
+    size_t k = 0;
+    for (size_t j = 0; j < s->n_location_id; j++) {
+      uint32_t li = 0;
+      idmap_get(locs, s->location_id[j], &li);
+      for (uint32_t m = 0; m < loc_count[li]; m++)
+        frames[k++] = loc_first[li] + m;
+    }
+    out->frames = frames;
+    out->nframes = (uint32_t)k;
+
+    for (size_t j = 0; j < s->n_label; j++) {
+      const Perftools__Profiles__Label *l = s->label[j];
+      const char *key, *str, *unit;
+      if ((rc = str_at(b, l->key, &key, "a sample label key")) ||
+          (rc = str_at(b, l->str, &str, "a sample label value")) ||
+          (rc = str_at(b, l->num_unit, &unit, "a sample label unit")))
+        return rc;
+      if (strcmp(key, "span_name") == 0 && !out->span_name && str[0])
+        out->span_name = str;
+      else if (strcmp(key, "span_id") == 0 && !out->span_id)
+        out->span_id = l->num;
+      else if (strcmp(key, "span_parent_id") == 0 && !out->span_parent_id)
+        out->span_parent_id = l->num;
+    }
+
+    out->bytes = value_at(s, vi->bytes);
+    out->objects = value_at(s, vi->objects);
+    out->inuse_bytes = value_at(s, vi->inuse_bytes);
+    out->inuse_objects = value_at(s, vi->inuse_objects);
+    out->samples = value_at(s, vi->samples);
+    p->total_bytes = sat_add(p->total_bytes, out->bytes);
+    p->total_objects = sat_add(p->total_objects, out->objects);
+    p->total_inuse_bytes = sat_add(p->total_inuse_bytes, out->inuse_bytes);
+    p->total_inuse_objects = sat_add(p->total_inuse_objects, out->inuse_objects);
+    p->total_samples = sat_add(p->total_samples, out->samples);
+  }
+  p->nsamples = pb->n_sample;
+  return 0;
+}
+
+static int build_model(struct builder *b)
+{
+  struct value_index vi = {-1, -1, -1, -1, -1};
+  struct idmap locs = {0};
+  uint32_t *loc_first = NULL, *loc_count = NULL;
+  int rc;
+  if ((rc = copy_strings(b)) || (rc = check_header(b)) || (rc = pick_values(b, &vi)) ||
+      (rc = load_comments(b)) || (rc = load_locations(b, &locs, &loc_first, &loc_count)) ||
+      (rc = load_samples(b, &vi, &locs, loc_first, loc_count)))
+    return rc;
+  return 0;
+}
+
+/* ---- entry points ------------------------------------------------------- */
+
+int culpert__profile_load_buffer(const void *data, size_t len, const char *name,
+                                 struct culpert__profile **out, char *err, size_t errlen)
+{
+  unsigned char *inflated = NULL;
+  const unsigned char *raw = data;
+  size_t rawlen = len;
+  struct arena pb_arena = {0};
+  struct arena *model = NULL;
+  struct culpert__profile *p = NULL;
+  pb_profile *pb = NULL;
+  int rc = 0;
+
+  *out = NULL;
+  if (len == 0) {
+    rc = fail(err, errlen, name, -EINVAL, "file is empty, not a profile");
+    goto out;
+  }
+  if (len > CULPERT_PROFILE_MAX_BYTES) {
+    rc = fail(err, errlen, name, -EFBIG, "file is larger than %u MiB (CULPERT_PROFILE_MAX_BYTES)",
+              CULPERT_PROFILE_MAX_BYTES >> 20);
+    goto out;
+  }
+  if (is_gzip(raw, len)) {
+    rc = gunzip(raw, len, CULPERT_PROFILE_MAX_BYTES, name, &inflated, &rawlen, err, errlen);
+    if (rc)
+      goto out;
+    raw = inflated;
+    if (rawlen == 0) {
+      rc = fail(err, errlen, name, -EINVAL, "gzip data is empty, not a profile");
+      goto out;
+    }
+  }
+
+  pb_arena.budget = DECODE_BASE_BYTES + rawlen * DECODE_BYTES_PER_INPUT_BYTE;
+  if (pb_arena.budget > CULPERT_DECODE_MAX_BYTES)
+    pb_arena.budget = CULPERT_DECODE_MAX_BYTES;
+  ProtobufCAllocator alloc = {pb_alloc, pb_free, &pb_arena};
+  pb = perftools__profiles__profile__unpack(&alloc, rawlen, raw);
+  free(inflated);
+  inflated = NULL;
+  if (!pb) {
+    if (pb_arena.over_budget)
+      rc = fail(err, errlen, name, -EFBIG,
+                "profile is too large to decode (needs more than %zu MiB of memory)",
+                pb_arena.budget >> 20);
+    else
+      rc = fail(err, errlen, name, -EINVAL,
+                "not a pprof profile (protobuf decoding failed%s)",
+                is_gzip(data, len) ? " after gunzip" : "");
+    goto out;
+  }
+
+  model = calloc(1, sizeof *model);
+  if (!model) {
+    rc = fail(err, errlen, name, -ENOMEM, "out of memory loading the profile");
+    goto out;
+  }
+  model->budget = pb_arena.budget;
+  p = arena_calloc(model, 1, sizeof *p);
+  if (!p || !(p->path = arena_strdup(model, name))) {
+    rc = fail(err, errlen, name, -ENOMEM, "out of memory loading the profile");
+    goto out;
+  }
+  p->arena_ = model;
+  struct builder b = {.pb = pb, .p = p, .a = model, .name = name, .err = err, .errlen = errlen};
+  rc = build_model(&b);
+out:
+  free(inflated);
+  arena_free(&pb_arena);
+  if (rc) {
+    if (model) {
+      arena_free(model);
+      free(model);
+    }
+    return rc;
+  }
+  *out = p;
+  return 0;
+}
+
+int culpert__profile_load(const char *path, struct culpert__profile **out, char *err,
+                          size_t errlen)
+{
+  FILE *f = NULL;
+  unsigned char *buf = NULL;
+  size_t len = 0;
+  int rc;
+  bool is_stdin = strcmp(path, "-") == 0;
+  const char *name = is_stdin ? "standard input" : path;
+
+  *out = NULL;
+  f = is_stdin ? stdin : fopen(path, "rb");
+  if (!f) {
+    rc = fail(err, errlen, name, -errno, "cannot open: %s", strerror(errno));
+    goto out;
+  }
+  rc = read_all(f, CULPERT_PROFILE_MAX_BYTES, &buf, &len);
+  if (rc == -EFBIG) {
+    rc = fail(err, errlen, name, rc, "file is larger than %u MiB (CULPERT_PROFILE_MAX_BYTES)",
+              CULPERT_PROFILE_MAX_BYTES >> 20);
+    goto out;
+  }
+  if (rc) {
+    rc = fail(err, errlen, name, rc, "cannot read: %s", strerror(-rc));
+    goto out;
+  }
+  rc = culpert__profile_load_buffer(buf, len, name, out, err, errlen);
+  if (rc == 0 && is_stdin) {
+    /* profile->path is what the caller passed. */
+    (*out)->path = arena_strdup((*out)->arena_, path);
+    if (!(*out)->path) {
+      culpert__profile_free(*out);
+      *out = NULL;
+      rc = fail(err, errlen, name, -ENOMEM, "out of memory loading the profile");
+    }
+  }
+out:
+  if (f && !is_stdin)
+    fclose(f);
+  free(buf);
+  return rc;
+}
+
+void culpert__profile_free(struct culpert__profile *p)
+{
+  if (!p)
+    return;
+  /* p itself lives in its arena. */
+  struct arena *a = p->arena_;
+  arena_free(a);
+  free(a);
+}
+
+const char *culpert__profile_prop(const struct culpert__profile *p, const char *key)
+{
+  for (size_t i = 0; i < p->nprops; i++)
+    if (strcmp(p->props[i].key, key) == 0)
+      return p->props[i].value;
+  return NULL;
+}

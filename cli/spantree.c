@@ -1,3 +1,278 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Placeholder until this module lands. */
-#include "cli.h"
+/*
+ * spantree.c: rebuild the span hierarchy from span_id / span_parent_id.
+ *
+ * Every span id resolves to a node once (memoised), walking up its parent
+ * chain iteratively; a chain that comes back to an id already on it (a cycle
+ * or a span that is its own parent) is cut there and the span becomes a
+ * root. Nothing here recurses, so hostile nesting depth cannot overflow the
+ * stack, and every node is also kept in a flat list for totals and freeing.
+ */
+#include "spantree.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The invisible top node and the bookkeeping that owns every node. */
+struct tree {
+  struct culpert__span_node top; /* first member: &tree->top == (struct tree *)tree */
+  struct culpert__span_node **all;
+  size_t nall, allocall;
+  /* (parent, name) -> child, open addressing. */
+  struct culpert__span_node **slots;
+  size_t mask, nslots_used;
+};
+
+/* One distinct span id seen in the samples. */
+struct span_rec {
+  int64_t id;
+  int64_t parent;
+  const char *name;
+  struct culpert__span_node *node; /* resolved node, NULL until then */
+  size_t stamp;                    /* walk that last visited this id */
+};
+
+static uint64_t hash_str(const char *s, uint64_t h)
+{
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+  return h;
+}
+
+static uint64_t hash_pair(const struct culpert__span_node *parent, const char *name)
+{
+  uint64_t h = 0xcbf29ce484222325ULL ^ ((uint64_t)(uintptr_t)parent * 0x9E3779B97F4A7C15ULL);
+  return hash_str(name, h);
+}
+
+static int grow_slots(struct tree *t)
+{
+  size_t cap = t->slots ? (t->mask + 1) * 2 : 64;
+  struct culpert__span_node **slots = calloc(cap, sizeof *slots);
+  if (!slots)
+    return -ENOMEM;
+  for (size_t i = 0; t->slots && i <= t->mask; i++) {
+    struct culpert__span_node *n = t->slots[i];
+    if (!n)
+      continue;
+    size_t j = (size_t)hash_pair(n->parent, n->name) & (cap - 1);
+    while (slots[j])
+      j = (j + 1) & (cap - 1);
+    slots[j] = n;
+  }
+  free(t->slots);
+  t->slots = slots;
+  t->mask = cap - 1;
+  return 0;
+}
+
+/* The child of `parent` named `name`, created when missing; NULL on ENOMEM. */
+static struct culpert__span_node *child_of(struct tree *t, struct culpert__span_node *parent,
+                                           const char *name)
+{
+  if (!t->slots || (t->nslots_used + 1) * 2 > t->mask + 1)
+    if (grow_slots(t))
+      return NULL;
+  size_t j = (size_t)hash_pair(parent, name) & t->mask;
+  while (t->slots[j]) {
+    struct culpert__span_node *n = t->slots[j];
+    if (n->parent == parent && strcmp(n->name, name) == 0)
+      return n;
+    j = (j + 1) & t->mask;
+  }
+  struct culpert__span_node *n = calloc(1, sizeof *n);
+  if (!n)
+    return NULL;
+  n->name = name;
+  n->parent = parent;
+  if (t->nall == t->allocall) {
+    size_t cap = t->allocall ? t->allocall * 2 : 64;
+    struct culpert__span_node **all = realloc(t->all, cap * sizeof *all);
+    if (!all)
+      goto fail;
+    t->all = all;
+    t->allocall = cap;
+  }
+  if (parent->nchildren % 8 == 0) {
+    struct culpert__span_node **ch =
+        realloc(parent->children, (parent->nchildren + 8) * sizeof *ch);
+    if (!ch)
+      goto fail;
+    parent->children = ch;
+  }
+  parent->children[parent->nchildren++] = n;
+  t->all[t->nall++] = n;
+  t->slots[j] = n;
+  t->nslots_used++;
+  return n;
+fail:
+  free(n);
+  return NULL;
+}
+
+static int rec_cmp(const void *x, const void *y)
+{
+  const struct span_rec *a = x, *b = y;
+  return (a->id > b->id) - (a->id < b->id);
+}
+
+static struct span_rec *find_rec(struct span_rec *recs, size_t n, int64_t id)
+{
+  if (id == 0)
+    return NULL;
+  struct span_rec key = {.id = id};
+  return bsearch(&key, recs, n, sizeof *recs, rec_cmp);
+}
+
+/*
+ * Resolve the node of span record `r`: walk up to the first ancestor that is
+ * already resolved, is a root, has an unknown parent, or closes a cycle;
+ * then create the nodes top-down. `chain` has room for every record.
+ */
+static struct culpert__span_node *resolve(struct tree *t, struct span_rec *recs, size_t nrecs,
+                                          struct span_rec *r, struct span_rec **chain,
+                                          size_t stamp)
+{
+  size_t depth = 0;
+  struct culpert__span_node *base = &t->top;
+  while (r && !r->node) {
+    if (r->stamp == stamp)
+      break; /* cycle: r is already on the chain; the chain's top becomes a root */
+    r->stamp = stamp;
+    chain[depth++] = r;
+    r = r->parent != r->id ? find_rec(recs, nrecs, r->parent) : NULL;
+  }
+  if (r && r->node && r->stamp != stamp)
+    base = r->node;
+  while (depth > 0) {
+    struct span_rec *c = chain[--depth];
+    base = child_of(t, base, c->name);
+    if (!base)
+      return NULL;
+    c->node = base;
+  }
+  return base;
+}
+
+int culpert__spantree_build(const struct culpert__profile *p, bool inuse,
+                            struct culpert__span_node **root)
+{
+  struct tree *t = calloc(1, sizeof *t);
+  struct span_rec *recs = NULL;
+  struct span_rec **chain = NULL;
+  size_t nrecs = 0;
+  int rc = 0;
+
+  *root = NULL;
+  if (!t)
+    return -ENOMEM;
+  t->top.name = "";
+
+  /* Distinct span ids, first sample wins for name and parent. */
+  recs = malloc((p->nsamples ? p->nsamples : 1) * sizeof *recs);
+  if (!recs) {
+    rc = -ENOMEM;
+    goto out;
+  }
+  for (size_t i = 0; i < p->nsamples; i++) {
+    const struct culpert__sample *s = &p->samples[i];
+    if (s->span_name && s->span_id != 0)
+      recs[nrecs++] = (struct span_rec){s->span_id, s->span_parent_id, s->span_name, NULL, 0};
+  }
+  /* When samples disagree about an id's name or parent, the first sample
+   * in the file wins: tag records with their order, sort, keep the lowest. */
+  for (size_t i = 0; i < nrecs; i++)
+    recs[i].stamp = i;
+  qsort(recs, nrecs, sizeof *recs, rec_cmp);
+  size_t w = 0;
+  for (size_t i = 0; i < nrecs; i++) {
+    if (w > 0 && recs[w - 1].id == recs[i].id) {
+      if (recs[i].stamp < recs[w - 1].stamp)
+        recs[w - 1] = recs[i];
+      continue;
+    }
+    recs[w++] = recs[i];
+  }
+  nrecs = w;
+  for (size_t i = 0; i < nrecs; i++)
+    recs[i].stamp = 0;
+  chain = malloc((nrecs ? nrecs : 1) * sizeof *chain);
+  if (!chain) {
+    rc = -ENOMEM;
+    goto out;
+  }
+
+  size_t stamp = 0;
+  for (size_t i = 0; i < p->nsamples; i++) {
+    const struct culpert__sample *s = &p->samples[i];
+    struct culpert__span_node *node;
+    if (!s->span_name) {
+      node = child_of(t, &t->top, CULPERT_NO_SPAN_NAME);
+    } else if (s->span_id != 0) {
+      node = resolve(t, recs, nrecs, find_rec(recs, nrecs, s->span_id), chain, ++stamp);
+    } else {
+      /* A span name without an id: place it under its parent, if known. */
+      struct span_rec *parent = find_rec(recs, nrecs, s->span_parent_id);
+      struct culpert__span_node *base =
+          parent ? resolve(t, recs, nrecs, parent, chain, ++stamp) : &t->top;
+      node = base ? child_of(t, base, s->span_name) : NULL;
+    }
+    if (!node) {
+      rc = -ENOMEM;
+      goto out;
+    }
+    int64_t bytes = inuse ? s->inuse_bytes : s->bytes;
+    if (__builtin_add_overflow(node->self_bytes, bytes, &node->self_bytes))
+      node->self_bytes = bytes > 0 ? INT64_MAX : INT64_MIN;
+    if (__builtin_add_overflow(node->self_samples, s->samples, &node->self_samples))
+      node->self_samples = s->samples > 0 ? INT64_MAX : INT64_MIN;
+  }
+
+  /* Totals: a child is always created after its parent, so one pass in
+   * reverse creation order adds every subtree into its parent. */
+  for (size_t i = 0; i < t->nall; i++) {
+    t->all[i]->total_bytes = t->all[i]->self_bytes;
+    t->all[i]->total_samples = t->all[i]->self_samples;
+  }
+  for (size_t i = t->nall; i-- > 0;) {
+    struct culpert__span_node *n = t->all[i], *up = n->parent;
+    if (__builtin_add_overflow(up->total_bytes, n->total_bytes, &up->total_bytes))
+      up->total_bytes = n->total_bytes > 0 ? INT64_MAX : INT64_MIN;
+    if (__builtin_add_overflow(up->total_samples, n->total_samples, &up->total_samples))
+      up->total_samples = n->total_samples > 0 ? INT64_MAX : INT64_MIN;
+  }
+out:
+  free(recs);
+  free(chain);
+  if (rc) {
+    culpert__spantree_free(&t->top);
+    return rc;
+  }
+  *root = &t->top;
+  return 0;
+}
+
+struct culpert__span_node *culpert__spantree_child(const struct culpert__span_node *node,
+                                                   const char *name)
+{
+  for (size_t i = 0; i < node->nchildren; i++)
+    if (strcmp(node->children[i]->name, name) == 0)
+      return node->children[i];
+  return NULL;
+}
+
+void culpert__spantree_free(struct culpert__span_node *root)
+{
+  if (!root)
+    return;
+  struct tree *t = (struct tree *)root;
+  for (size_t i = 0; i < t->nall; i++) {
+    free(t->all[i]->children);
+    free(t->all[i]);
+  }
+  free(t->top.children);
+  free(t->all);
+  free(t->slots);
+  free(t);
+}
