@@ -166,6 +166,43 @@ describe("body", () => {
 		expect(await list.json()).toEqual([]);
 	});
 
+	it("drains a refused body, but only up to a bound", async () => {
+		// Counts what the worker pulls from an endless gzip-looking stream,
+		// and from a short non-gzip one.
+		function counted(first, chunks) {
+			const state = { pulled: 0 };
+			state.stream = new ReadableStream({
+				pull(controller) {
+					const chunk = new Uint8Array(500);
+					if (state.pulled === 0) chunk.set(first);
+					state.pulled += chunk.byteLength;
+					controller.enqueue(chunk);
+					if (state.pulled >= chunks * 500) controller.close();
+				},
+			});
+			return state;
+		}
+		const { default: worker } = await import("../src/index.js");
+		const send = (stream) =>
+			worker.fetch(
+				new Request(`http://archive.test/v1/profiles/${sha("c9")}?branch=main&project=${freshProject()}`, {
+					method: "POST",
+					body: stream,
+					headers: { authorization: "Bearer test-write-token" },
+				}),
+				env,
+			);
+
+		const endless = counted([0x1f, 0x8b], Infinity);
+		await expectError(await send(endless.stream), 413, /limit/);
+		expect(endless.pulled).toBeGreaterThan(LIMIT);
+		expect(endless.pulled).toBeLessThanOrEqual(2 * LIMIT + 2000);
+
+		const plain = counted([0x41, 0x42], 6);
+		await expectError(await send(plain.stream), 400, /not gzip/);
+		expect(plain.pulled).toBe(3000);
+	});
+
 	it("uses 32 MiB when MAX_BODY_BYTES is not set", async () => {
 		const body = new Uint8Array(LIMIT * 2);
 		body.set([0x1f, 0x8b]);
