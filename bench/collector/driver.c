@@ -1,0 +1,744 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * driver.c: culpert_bench, the collector benchmark. Times the workloads of
+ * culpert_bench_workload without any profiler, under libculpert.so (default
+ * rate and 4 KiB, libunwind and frame pointers), under heaptrack, and under
+ * jemalloc with and without its own profiler or culpert on top, all in one
+ * run; then counts instructions with callgrind. Prints markdown tables of
+ * ratios; --markdown FILE saves the same text.
+ *
+ * Method: every configuration runs once per round, rounds repeat (--reps),
+ * and the order of configurations rotates each round so none always runs
+ * first or last. A ratio pairs a run with its baseline from the same round;
+ * a cell shows the median ratio over the rounds and its min-max. CPU time
+ * is user+sys of the child (and its waited-for children) from wait4().
+ *
+ * A benchmark, not a test: it never judges its figures. It exits non-zero
+ * only when it cannot run at all or a workload run fails.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef CULPERT_BENCH_WORKLOAD
+#define CULPERT_BENCH_WORKLOAD "culpert_bench_workload"
+#endif
+#ifndef CULPERT_BENCH_LIBRARY
+#define CULPERT_BENCH_LIBRARY "libculpert.so"
+#endif
+#define DEFAULT_JEMALLOC "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+
+#define MAX_REPS 51
+#define MAX_ENV 512
+
+extern char **environ;
+
+enum preload { PRELOAD_NONE, PRELOAD_CULPERT, PRELOAD_JEMALLOC, PRELOAD_BOTH };
+
+/* One way of running a workload. `base` is the configuration its ratios
+ * divide by; a baseline names itself. */
+struct config {
+  const char *name;
+  int base;
+  enum preload preload;
+  const char *env[3];
+  int heaptrack;
+};
+
+enum {
+  CFG_GLIBC,
+  CFG_CULPERT_512K_UNWIND,
+  CFG_CULPERT_4K_UNWIND,
+  CFG_CULPERT_512K_FP,
+  CFG_CULPERT_4K_FP,
+  CFG_HEAPTRACK,
+  CFG_JEMALLOC,
+  CFG_JEPROF_512K,
+  CFG_JEPROF_4K,
+  CFG_JE_CULPERT_512K,
+  CFG_JE_CULPERT_4K,
+  NCONFIG
+};
+
+/* The default rate is left unset on purpose: the figures are for what a
+ * user gets without configuring anything. */
+static const struct config configs[NCONFIG] = {
+  [CFG_GLIBC] = {"glibc", CFG_GLIBC, PRELOAD_NONE, {NULL}, 0},
+  [CFG_CULPERT_512K_UNWIND] = {"culpert 512K libunwind", CFG_GLIBC, PRELOAD_CULPERT,
+                               {"CULPERT_STACK=libunwind", NULL}, 0},
+  [CFG_CULPERT_4K_UNWIND] = {"culpert 4K libunwind", CFG_GLIBC, PRELOAD_CULPERT,
+                             {"CULPERT_STACK=libunwind", "CULPERT_SAMPLE_RATE=4K", NULL}, 0},
+  [CFG_CULPERT_512K_FP] = {"culpert 512K fp", CFG_GLIBC, PRELOAD_CULPERT,
+                           {"CULPERT_STACK=fp", NULL}, 0},
+  [CFG_CULPERT_4K_FP] = {"culpert 4K fp", CFG_GLIBC, PRELOAD_CULPERT,
+                         {"CULPERT_STACK=fp", "CULPERT_SAMPLE_RATE=4K", NULL}, 0},
+  [CFG_HEAPTRACK] = {"heaptrack --raw", CFG_GLIBC, PRELOAD_NONE, {NULL}, 1},
+  [CFG_JEMALLOC] = {"jemalloc", CFG_JEMALLOC, PRELOAD_JEMALLOC, {NULL}, 0},
+  [CFG_JEPROF_512K] = {"jemalloc prof 512K", CFG_JEMALLOC, PRELOAD_JEMALLOC,
+                       {"MALLOC_CONF=prof:true,lg_prof_sample:19", NULL}, 0},
+  [CFG_JEPROF_4K] = {"jemalloc prof 4K", CFG_JEMALLOC, PRELOAD_JEMALLOC,
+                     {"MALLOC_CONF=prof:true,lg_prof_sample:12", NULL}, 0},
+  [CFG_JE_CULPERT_512K] = {"culpert 512K libunwind + jemalloc", CFG_JEMALLOC, PRELOAD_BOTH,
+                           {"CULPERT_STACK=libunwind", NULL}, 0},
+  [CFG_JE_CULPERT_4K] = {"culpert 4K libunwind + jemalloc", CFG_JEMALLOC, PRELOAD_BOTH,
+                         {"CULPERT_STACK=libunwind", "CULPERT_SAMPLE_RATE=4K", NULL}, 0},
+};
+
+/* A workload and thread count: one column of the tables. Operation counts
+ * give a baseline of roughly 0.3-1 s per thread on a current x86-64 core. */
+struct cell {
+  const char *mode;
+  unsigned threads;
+  uint64_t ops;
+};
+
+#define NCELL 4
+static struct cell cells[NCELL] = {
+  {"small", 1, 30000000},
+  {"small", 2, 30000000},
+  {"mixed", 1, 2500000},
+  {"mixed", 2, 2500000},
+};
+
+struct sample {
+  double cpu;
+  double wall;
+};
+
+struct options {
+  int quick;
+  int reps;
+  int heaptrack_reps;
+  int callgrind;
+  double scale;
+  const char *markdown;
+  const char *library;
+  const char *workload;
+  const char *jemalloc;
+};
+
+struct bench {
+  struct options opt;
+  char tmp[64];
+  char output_env[128];
+  char preload_culpert[1024];
+  char preload_both[2048];
+  char preload_jemalloc[1024];
+  int have[NCONFIG];
+  int have_valgrind;
+  int missing_profiles;
+  struct sample m[NCELL][NCONFIG][MAX_REPS];
+  FILE *out;
+};
+
+static int die_usage(const char *why)
+{
+  if (why != NULL)
+    fprintf(stderr, "culpert_bench: %s\n", why);
+  fprintf(stderr,
+          "usage: culpert_bench [--quick] [--reps N] [--heaptrack-reps N] [--scale F]\n"
+          "                     [--no-callgrind] [--markdown FILE] [--library PATH]\n"
+          "                     [--workload PATH] [--jemalloc PATH]\n");
+  return 2;
+}
+
+static double seconds(struct timeval tv)
+{
+  return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
+}
+
+static double now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Whether NAME is an executable somewhere on PATH. */
+static int on_path(const char *name)
+{
+  const char *path = getenv("PATH");
+  char buf[4096];
+  while (path != NULL && *path != '\0') {
+    const char *colon = strchr(path, ':');
+    size_t n = colon ? (size_t)(colon - path) : strlen(path);
+    if (n > 0 && n + strlen(name) + 2 < sizeof buf) {
+      memcpy(buf, path, n);
+      buf[n] = '/';
+      strcpy(buf + n + 1, name);
+      if (access(buf, X_OK) == 0)
+        return 1;
+    }
+    path = colon ? colon + 1 : NULL;
+  }
+  return 0;
+}
+
+/* Deletes every file in the scratch directory; returns how many there were
+ * besides the child's captured stderr. */
+static int clean_tmp(const char *dir)
+{
+  char path[512];
+  int n = 0;
+  DIR *d = opendir(dir);
+  if (d == NULL)
+    return 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
+      continue;
+    if (strcmp(e->d_name, "stderr.txt") != 0)
+      n++;
+    unlink(path);
+  }
+  closedir(d);
+  return n;
+}
+
+/* The environment a child gets: ours without anything that would change
+ * which allocator or profiler runs, plus EXTRA. */
+static void child_env(struct bench *b, const struct config *c, const char *extra,
+                      char **envp)
+{
+  size_t n = 0;
+  for (char **e = environ; *e != NULL && n < MAX_ENV - 8; e++) {
+    if (strncmp(*e, "LD_PRELOAD=", 11) == 0 || strncmp(*e, "MALLOC_CONF=", 12) == 0 ||
+        strncmp(*e, "CULPERT_", 8) == 0)
+      continue;
+    envp[n++] = *e;
+  }
+  switch (c->preload) {
+  case PRELOAD_NONE: break;
+  case PRELOAD_CULPERT: envp[n++] = b->preload_culpert; break;
+  case PRELOAD_JEMALLOC: envp[n++] = b->preload_jemalloc; break;
+  case PRELOAD_BOTH: envp[n++] = b->preload_both; break;
+  }
+  if (c->preload == PRELOAD_CULPERT || c->preload == PRELOAD_BOTH) {
+    envp[n++] = b->output_env;
+    envp[n++] = "CULPERT_QUIET=1";
+    envp[n++] = "CULPERT_SEED=1";
+  }
+  for (int i = 0; i < 3 && c->env[i] != NULL; i++)
+    envp[n++] = (char *)c->env[i];
+  if (extra != NULL)
+    envp[n++] = (char *)extra;
+  envp[n] = NULL;
+}
+
+/* Runs ARGV (argv[0] looked up on PATH) with the environment of config C
+ * and times it. Returns 0, or -1 if it could not start or did not exit 0,
+ * after showing the end of its stderr. */
+static int run_child(struct bench *b, const struct config *c, const char *extra, char **argv,
+                     struct sample *s)
+{
+  char *envp[MAX_ENV];
+  char errpath[128];
+  struct rusage ru;
+  int status = 0;
+  child_env(b, c, extra, envp);
+  snprintf(errpath, sizeof errpath, "%s/stderr.txt", b->tmp);
+  fflush(NULL);
+  double t0 = now();
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "culpert_bench: fork: %s\n", strerror(errno));
+    return -1;
+  }
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    int err = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (null >= 0)
+      dup2(null, STDOUT_FILENO);
+    if (err >= 0)
+      dup2(err, STDERR_FILENO);
+    execvpe(argv[0], argv, envp);
+    _exit(127);
+  }
+  while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
+    ;
+  s->wall = now() - t0;
+  s->cpu = seconds(ru.ru_utime) + seconds(ru.ru_stime);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return 0;
+  fprintf(stderr, "culpert_bench: %s under \"%s\" failed (status %d); its stderr:\n", argv[0],
+          c->name, status);
+  FILE *f = fopen(errpath, "r");
+  if (f != NULL) {
+    char line[512];
+    for (int i = 0; i < 20 && fgets(line, sizeof line, f) != NULL; i++)
+      fprintf(stderr, "  %s", line);
+    fclose(f);
+  }
+  return -1;
+}
+
+/* One timed run of a workload cell under config K. */
+static int run_cell(struct bench *b, int k, const struct cell *cl, uint64_t ops, struct sample *s)
+{
+  char threads[16], nops[32], out[128];
+  char *argv[12];
+  int n = 0;
+  snprintf(threads, sizeof threads, "%u", cl->threads);
+  snprintf(nops, sizeof nops, "%llu", (unsigned long long)ops);
+  if (configs[k].heaptrack) {
+    snprintf(out, sizeof out, "%s/heaptrack", b->tmp);
+    argv[n++] = "heaptrack";
+    argv[n++] = "--raw";
+    argv[n++] = "-o";
+    argv[n++] = out;
+  }
+  argv[n++] = (char *)b->opt.workload;
+  argv[n++] = (char *)cl->mode;
+  argv[n++] = threads;
+  argv[n++] = nops;
+  argv[n] = NULL;
+  int rc = run_child(b, &configs[k], NULL, argv, s);
+  int files = clean_tmp(b->tmp);
+  if (rc == 0 && configs[k].preload != PRELOAD_NONE && configs[k].preload != PRELOAD_JEMALLOC &&
+      files == 0)
+    b->missing_profiles++;
+  return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+struct stat3 {
+  double median, min, max;
+};
+
+static struct stat3 summarize(const double *v, int n)
+{
+  double s[MAX_REPS];
+  struct stat3 r = {NAN, NAN, NAN};
+  if (n <= 0)
+    return r;
+  memcpy(s, v, (size_t)n * sizeof *v);
+  qsort(s, (size_t)n, sizeof *s, cmp_double);
+  r.median = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  r.min = s[0];
+  r.max = s[n - 1];
+  return r;
+}
+
+/* Rounds in which config K ran in cell C: all of them, except heaptrack
+ * which runs only in its first --heaptrack-reps rounds. */
+static int rounds_for(const struct bench *b, int k)
+{
+  if (configs[k].heaptrack && b->opt.heaptrack_reps < b->opt.reps)
+    return b->opt.heaptrack_reps;
+  return b->opt.reps;
+}
+
+static void print_ratio_table(struct bench *b, int wall)
+{
+  FILE *o = b->out;
+  fprintf(o, "| configuration | against |");
+  for (int c = 0; c < NCELL; c++)
+    fprintf(o, " %s, %u thread%s |", cells[c].mode, cells[c].threads,
+            cells[c].threads > 1 ? "s" : "");
+  fprintf(o, "\n|---|---|");
+  for (int c = 0; c < NCELL; c++)
+    fprintf(o, "---|");
+  fprintf(o, "\n");
+  for (int k = 0; k < NCONFIG; k++) {
+    if (configs[k].base == k)
+      continue;
+    fprintf(o, "| %s | %s |", configs[k].name, configs[configs[k].base].name);
+    for (int c = 0; c < NCELL; c++) {
+      double r[MAX_REPS];
+      int n = rounds_for(b, k);
+      if (!b->have[k] || !b->have[configs[k].base]) {
+        fprintf(o, " n/a |");
+        continue;
+      }
+      for (int i = 0; i < n; i++) {
+        const struct sample *x = &b->m[c][k][i], *y = &b->m[c][configs[k].base][i];
+        r[i] = wall ? x->wall / y->wall : x->cpu / y->cpu;
+      }
+      struct stat3 s = summarize(r, n);
+      fprintf(o, " %.3f (%.3f–%.3f) |", s.median, s.min, s.max);
+    }
+    fprintf(o, "\n");
+  }
+  fprintf(o, "\n");
+}
+
+static void print_baselines(struct bench *b)
+{
+  FILE *o = b->out;
+  fprintf(o, "| workload | threads | ops per thread | glibc CPU s | glibc wall s | jemalloc CPU s | "
+             "jemalloc wall s |\n|---|---|---|---|---|---|---|\n");
+  for (int c = 0; c < NCELL; c++) {
+    fprintf(o, "| %s | %u | %llu |", cells[c].mode, cells[c].threads,
+            (unsigned long long)(cells[c].ops * b->opt.scale));
+    int bases[2] = {CFG_GLIBC, CFG_JEMALLOC};
+    for (int j = 0; j < 2; j++) {
+      double cpu[MAX_REPS], wall[MAX_REPS];
+      if (!b->have[bases[j]]) {
+        fprintf(o, " n/a | n/a |");
+        continue;
+      }
+      for (int i = 0; i < b->opt.reps; i++) {
+        cpu[i] = b->m[c][bases[j]][i].cpu;
+        wall[i] = b->m[c][bases[j]][i].wall;
+      }
+      fprintf(o, " %.3f | %.3f |", summarize(cpu, b->opt.reps).median,
+              summarize(wall, b->opt.reps).median);
+    }
+    fprintf(o, "\n");
+  }
+  fprintf(o, "\n");
+}
+
+/* The timed part: every round runs every configuration on every cell. */
+static int run_rounds(struct bench *b)
+{
+  for (int r = 0; r < b->opt.reps; r++) {
+    fprintf(stderr, "culpert_bench: round %d of %d\n", r + 1, b->opt.reps);
+    for (int c = 0; c < NCELL; c++) {
+      uint64_t ops = (uint64_t)((double)cells[c].ops * b->opt.scale);
+      if (ops == 0)
+        ops = 1;
+      for (int i = 0; i < NCONFIG; i++) {
+        /* Rotate, and reverse every other round, so each configuration
+         * meets every neighbour and position. */
+        int k = (r % 2 ? NCONFIG - 1 - i : i) + r;
+        k %= NCONFIG;
+        if (!b->have[k] || r >= rounds_for(b, k))
+          continue;
+        if (run_cell(b, k, &cells[c], ops, &b->m[c][k][r]) != 0)
+          return -1;
+      }
+    }
+  }
+  return 0;
+}
+
+/* Instructions callgrind counts for the whole of one run of "pairs" with
+ * OPS pairs under config K (EXTRA: one more environment entry). Returns a
+ * negative value on failure. */
+static double callgrind_ir(struct bench *b, int k, const char *extra, uint64_t ops)
+{
+  char outfile[160], outarg[192], nops[32], line[512];
+  char *argv[] = {"valgrind", "--tool=callgrind", outarg, (char *)b->opt.workload, "pairs", "1",
+                  nops, NULL};
+  struct sample s;
+  double ir = -1;
+  snprintf(outfile, sizeof outfile, "%s/callgrind.out", b->tmp);
+  snprintf(outarg, sizeof outarg, "--callgrind-out-file=%s", outfile);
+  snprintf(nops, sizeof nops, "%llu", (unsigned long long)ops);
+  if (run_child(b, &configs[k], extra, argv, &s) != 0)
+    goto out;
+  FILE *f = fopen(outfile, "r");
+  if (f == NULL)
+    goto out;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "summary:", 8) == 0 || strncmp(line, "totals:", 7) == 0) {
+      ir = strtod(strchr(line, ':') + 1, NULL);
+      break;
+    }
+  }
+  fclose(f);
+out:
+  clean_tmp(b->tmp);
+  return ir;
+}
+
+/* Instructions per malloc(32)+free pair under config K: the slope between
+ * two run lengths, so start-up and exit cancel out. */
+static double callgrind_per_pair(struct bench *b, int k, const char *extra, uint64_t n1,
+                                 uint64_t n2)
+{
+  double a = callgrind_ir(b, k, extra, n1);
+  double z = callgrind_ir(b, k, extra, n2);
+  if (a < 0 || z < 0)
+    return NAN;
+  return (z - a) / (double)(n2 - n1);
+}
+
+static void run_callgrind(struct bench *b)
+{
+  FILE *o = b->out;
+  uint64_t n1 = b->opt.quick ? 2000 : 100000, n2 = b->opt.quick ? 12000 : 1100000;
+  uint64_t s1 = b->opt.quick ? 200 : 2000, s2 = b->opt.quick ? 1200 : 12000;
+  const char *unsampled = "CULPERT_SAMPLE_RATE=1T";
+  fprintf(stderr, "culpert_bench: callgrind\n");
+
+  fprintf(o, "### Unsampled path: instructions per malloc(32)+free pair (callgrind)\n\n"
+             "Slope between %llu and %llu pairs, so start-up and exit cancel out; culpert "
+             "runs at CULPERT_SAMPLE_RATE=1T so nothing is sampled.\n\n",
+             (unsigned long long)n1, (unsigned long long)n2);
+  fprintf(o, "| allocator | without culpert | with culpert | extra per pair |\n"
+             "|---|---|---|---|\n");
+  int pairs[2][2] = {{CFG_GLIBC, CFG_CULPERT_512K_UNWIND}, {CFG_JEMALLOC, CFG_JE_CULPERT_512K}};
+  double glibc_pair = NAN;
+  for (int i = 0; i < 2; i++) {
+    if (!b->have[pairs[i][0]]) {
+      continue;
+    }
+    double x = callgrind_per_pair(b, pairs[i][0], NULL, n1, n2);
+    double y = callgrind_per_pair(b, pairs[i][1], unsampled, n1, n2);
+    if (i == 0)
+      glibc_pair = x;
+    double d = fabs(y - x) < 0.05 ? 0.0 : y - x;
+    fprintf(o, "| %s | %.1f | %.1f | %+.1f |\n", configs[pairs[i][0]].name, x, y, d);
+  }
+
+  fprintf(o, "\n### One sampled allocation (CULPERT_SAMPLE_RATE=0: every allocation)\n\n"
+             "Instructions: slope between %llu and %llu sampled pairs under callgrind, minus "
+             "the glibc pair above. malloc() is called 15 frames below main().\n\n",
+             (unsigned long long)s1, (unsigned long long)s2);
+  fprintf(o, "| stack | instructions per sampled malloc+free |\n|---|---|\n");
+  int stacks[2] = {CFG_CULPERT_512K_UNWIND, CFG_CULPERT_512K_FP};
+  for (int i = 0; i < 2; i++) {
+    double y = callgrind_per_pair(b, stacks[i], "CULPERT_SAMPLE_RATE=0", s1, s2);
+    fprintf(o, "| %s | %.0f |\n", i == 0 ? "libunwind" : "fp", y - glibc_pair);
+  }
+  fprintf(o, "\n");
+}
+
+/* CPU time per sampled malloc+free pair: "pairs" at rate 0 against the
+ * same run without culpert, interleaved, median over the rounds. */
+static int run_sampled_time(struct bench *b)
+{
+  FILE *o = b->out;
+  uint64_t ops = b->opt.quick ? 2000 : (uint64_t)(200000 * b->opt.scale);
+  char nops[32];
+  char *argv[] = {(char *)b->opt.workload, "pairs", "1", nops, NULL};
+  int ks[3] = {CFG_GLIBC, CFG_CULPERT_512K_UNWIND, CFG_CULPERT_512K_FP};
+  double cost[2][MAX_REPS];
+  if (ops == 0)
+    ops = 1;
+  snprintf(nops, sizeof nops, "%llu", (unsigned long long)ops);
+  fprintf(stderr, "culpert_bench: sampled allocation time\n");
+  for (int r = 0; r < b->opt.reps; r++) {
+    struct sample s[3];
+    for (int i = 0; i < 3; i++) {
+      int j = (i + r) % 3;
+      if (run_child(b, &configs[ks[j]], j ? "CULPERT_SAMPLE_RATE=0" : NULL, argv, &s[j]) != 0)
+        return -1;
+      clean_tmp(b->tmp);
+    }
+    for (int i = 0; i < 2; i++)
+      cost[i][r] = (s[i + 1].cpu - s[0].cpu) / (double)ops * 1e6;
+  }
+  fprintf(o, "| stack | CPU µs per sampled malloc+free (median, min–max over %d rounds, "
+             "%llu pairs) |\n|---|---|\n",
+          b->opt.reps, (unsigned long long)ops);
+  for (int i = 0; i < 2; i++) {
+    struct stat3 s = summarize(cost[i], b->opt.reps);
+    fprintf(o, "| %s | %.2f (%.2f–%.2f) |\n", i == 0 ? "libunwind" : "fp", s.median, s.min,
+            s.max);
+  }
+  fprintf(o, "\n");
+  return 0;
+}
+
+static void print_header(struct bench *b, int argc, char **argv)
+{
+  FILE *o = b->out;
+  char model[256] = "unknown", line[512];
+  struct utsname u;
+  time_t t = time(NULL);
+  struct tm tm;
+  char date[64];
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "model name", 10) == 0) {
+      char *v = strchr(line, ':');
+      if (v != NULL) {
+        snprintf(model, sizeof model, "%s", v + 2);
+        model[strcspn(model, "\n")] = '\0';
+      }
+      break;
+    }
+  }
+  if (f != NULL)
+    fclose(f);
+  gmtime_r(&t, &tm);
+  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
+  uname(&u);
+  fprintf(o, "## Collector overhead (culpert_bench)\n\n");
+  fprintf(o, "- date: %s\n- machine: %ld CPUs online, %s, Linux %s\n- command:", date,
+          sysconf(_SC_NPROCESSORS_ONLN), model, u.release);
+  for (int i = 0; i < argc; i++)
+    fprintf(o, " %s", i == 0 ? "culpert_bench" : argv[i]);
+  fprintf(o, "\n- rounds: %d (heaptrack: %d), configurations interleaved and rotated each "
+             "round\n\n",
+          b->opt.reps, rounds_for(b, CFG_HEAPTRACK));
+  fprintf(o, "Each cell: median over the rounds of (time with the configuration) / (time of "
+             "its baseline in the same round), min–max in brackets. Every thread does the "
+             "same work, so equal ratios at 1 and 2 threads mean it scales.\n\n");
+}
+
+static int parse_args(struct options *o, int argc, char **argv)
+{
+  *o = (struct options){.reps = 9, .heaptrack_reps = 3, .callgrind = 1, .scale = 1.0,
+                        .library = CULPERT_BENCH_LIBRARY, .workload = CULPERT_BENCH_WORKLOAD,
+                        .jemalloc = DEFAULT_JEMALLOC};
+  int explicit_reps = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--quick") == 0) {
+      o->quick = 1;
+      continue;
+    }
+    if (strcmp(a, "--no-callgrind") == 0) {
+      o->callgrind = 0;
+      continue;
+    }
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+      return die_usage(NULL);
+    if (v == NULL)
+      return die_usage("an option is missing its value");
+    i++;
+    if (strcmp(a, "--reps") == 0) {
+      o->reps = atoi(v);
+      explicit_reps = 1;
+      if (o->reps < 1 || o->reps > MAX_REPS)
+        return die_usage("--reps must be 1..51");
+    } else if (strcmp(a, "--heaptrack-reps") == 0) {
+      o->heaptrack_reps = atoi(v);
+      if (o->heaptrack_reps < 0)
+        return die_usage("--heaptrack-reps must be 0 or more");
+    } else if (strcmp(a, "--scale") == 0) {
+      o->scale = atof(v);
+      if (!(o->scale > 0))
+        return die_usage("--scale must be positive");
+    } else if (strcmp(a, "--markdown") == 0) {
+      o->markdown = v;
+    } else if (strcmp(a, "--library") == 0) {
+      o->library = v;
+    } else if (strcmp(a, "--workload") == 0) {
+      o->workload = v;
+    } else if (strcmp(a, "--jemalloc") == 0) {
+      o->jemalloc = v;
+    } else {
+      return die_usage("unknown option");
+    }
+  }
+  if (o->quick) {
+    o->scale /= 200;
+    if (!explicit_reps)
+      o->reps = 1;
+  }
+  if (o->heaptrack_reps > o->reps)
+    o->heaptrack_reps = o->reps;
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  static struct bench bench;
+  struct bench *b = &bench;
+  char *text = NULL;
+  size_t len = 0;
+  int rc = 1;
+  if (parse_args(&b->opt, argc, argv) != 0)
+    return 2;
+  if (access(b->opt.workload, X_OK) != 0 || access(b->opt.library, R_OK) != 0) {
+    fprintf(stderr, "culpert_bench: cannot find %s or %s (build the targets "
+                    "culpert_bench_workload and libculpert)\n",
+            b->opt.workload, b->opt.library);
+    return 1;
+  }
+  snprintf(b->tmp, sizeof b->tmp, "/tmp/culpert-bench.XXXXXX");
+  if (mkdtemp(b->tmp) == NULL) {
+    fprintf(stderr, "culpert_bench: mkdtemp: %s\n", strerror(errno));
+    return 1;
+  }
+  if (snprintf(b->output_env, sizeof b->output_env, "CULPERT_OUTPUT=%s/profile.pb.gz",
+               b->tmp) >= (int)sizeof b->output_env ||
+      snprintf(b->preload_culpert, sizeof b->preload_culpert, "LD_PRELOAD=%s",
+               b->opt.library) >= (int)sizeof b->preload_culpert ||
+      snprintf(b->preload_jemalloc, sizeof b->preload_jemalloc, "LD_PRELOAD=%s",
+               b->opt.jemalloc) >= (int)sizeof b->preload_jemalloc ||
+      snprintf(b->preload_both, sizeof b->preload_both, "LD_PRELOAD=%s %s", b->opt.library,
+               b->opt.jemalloc) >= (int)sizeof b->preload_both) {
+    fprintf(stderr, "culpert_bench: --library or --jemalloc path too long\n");
+    goto out;
+  }
+  int have_je = access(b->opt.jemalloc, R_OK) == 0;
+  for (int k = 0; k < NCONFIG; k++) {
+    b->have[k] = 1;
+    if (configs[k].preload == PRELOAD_JEMALLOC || configs[k].preload == PRELOAD_BOTH)
+      b->have[k] = have_je;
+    if (configs[k].heaptrack)
+      b->have[k] = on_path("heaptrack") && b->opt.heaptrack_reps > 0;
+  }
+  b->have_valgrind = on_path("valgrind");
+  b->out = open_memstream(&text, &len);
+  if (b->out == NULL)
+    goto out;
+
+  print_header(b, argc, argv);
+  if (run_rounds(b) != 0)
+    goto out;
+  fprintf(b->out, "### CPU time ratio (user+sys)\n\n");
+  print_ratio_table(b, 0);
+  fprintf(b->out, "### Wall time ratio\n\n");
+  print_ratio_table(b, 1);
+  fprintf(b->out, "### Baselines (median seconds)\n\n");
+  print_baselines(b);
+  if (b->opt.callgrind && b->have_valgrind)
+    run_callgrind(b);
+  else
+    fprintf(b->out, "(callgrind figures skipped: %s)\n\n",
+            b->opt.callgrind ? "valgrind not found" : "--no-callgrind");
+  fprintf(b->out, "### One sampled allocation, CPU time\n\n");
+  if (run_sampled_time(b) != 0)
+    goto out;
+  if (!b->have[CFG_HEAPTRACK])
+    fprintf(b->out, "heaptrack: not run (not found, or --heaptrack-reps 0).\n\n");
+  if (!have_je)
+    fprintf(b->out, "jemalloc: not run (%s not found).\n\n", b->opt.jemalloc);
+  if (b->missing_profiles > 0)
+    fprintf(b->out, "**Warning:** libculpert.so wrote no profile in %d of the culpert runs: "
+                    "those figures do not show a working collector.\n\n",
+            b->missing_profiles);
+  if (fclose(b->out) != 0) {
+    b->out = NULL;
+    goto out;
+  }
+  b->out = NULL;
+  fwrite(text, 1, len, stdout);
+  fflush(stdout);
+  if (b->opt.markdown != NULL) {
+    FILE *f = fopen(b->opt.markdown, "w");
+    int bad = f == NULL;
+    if (f != NULL) {
+      bad = fwrite(text, 1, len, f) != len;
+      bad |= fclose(f) != 0;
+    }
+    if (bad) {
+      fprintf(stderr, "culpert_bench: cannot write %s\n", b->opt.markdown);
+      goto out;
+    }
+  }
+  rc = 0;
+out:
+  if (b->out != NULL)
+    fclose(b->out);
+  free(text);
+  clean_tmp(b->tmp);
+  rmdir(b->tmp);
+  return rc;
+}
