@@ -50,6 +50,9 @@ async function handle(request, env) {
 	}
 
 	const access = await authorize(request, env);
+	if (request.method === "POST" && access !== "write") {
+		throw new HttpError(403, "this token may only read; uploads need AUTH_TOKEN");
+	}
 	const params = url.searchParams;
 	const project = parseProject(params);
 
@@ -73,9 +76,6 @@ async function handle(request, env) {
 		return profileResponse(found);
 	}
 
-	if (access !== "write") {
-		throw new HttpError(403, "this token may only read; uploads need AUTH_TOKEN");
-	}
 	const branch = parseBranch(params, true);
 	const bytes = await readProfileBody(request, maxBodyBytes(env));
 	const stored = await putProfile(env, { project, sha, branch, bytes });

@@ -74,6 +74,16 @@ describe("authorization", () => {
 		expect(await list.json()).toEqual([]);
 	});
 
+	it("checks the token before the parameters", async () => {
+		const bad = { project: "../x", branch: "" };
+		const none = await call("POST", "/v1/profiles/not-a-sha", { token: null, query: bad, body: "plain" });
+		expect(none.status).toBe(401);
+		const read = await call("POST", "/v1/profiles/not-a-sha", { token: READ, query: bad, body: "plain" });
+		expect(read.status).toBe(403);
+		const write = await call("POST", "/v1/profiles/not-a-sha", { query: bad, body: "plain" });
+		expect(write.status).toBe(400);
+	});
+
 	it("still requires the bearer token when Cloudflare Access headers are present", async () => {
 		const access = { "cf-access-client-id": "id.access", "cf-access-client-secret": "s3cret" };
 		const without = await call("GET", "/v1/profiles", { token: null, headers: access });
