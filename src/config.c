@@ -1,3 +1,223 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Placeholder until this module lands. */
-typedef int culpert__placeholder_config;
+/*
+ * config.c: the collector's environment variables, parsed once at start-up
+ * into fixed storage, and the output file name.
+ *
+ * Runs before main, possibly before the real allocator is known: never
+ * allocates and never uses stdio (warnings go out with write(2)).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct culpert__config culpert__cfg;
+
+static void warn(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void warn(int fd, const char *fmt, ...)
+{
+  char line[512];
+  va_list ap;
+  if (fd < 0)
+    return;
+  int n = snprintf(line, sizeof line, "culpert: ");
+  va_start(ap, fmt);
+  int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  if (m < 0)
+    return;
+  size_t len = (size_t)n + (size_t)m;
+  if (len > sizeof line - 2)
+    len = sizeof line - 2;
+  line[len++] = '\n';
+  ssize_t w = write(fd, line, len);
+  (void)w;
+}
+
+int culpert__config_parse_size(const char *s, uint64_t *out)
+{
+  uint64_t v = 0;
+  const char *c = s;
+  if (s == NULL || *s < '0' || *s > '9')
+    return -1;
+  for (; *c >= '0' && *c <= '9'; c++) {
+    uint64_t d = (uint64_t)(*c - '0');
+    if (v > (UINT64_MAX - d) / 10)
+      return -1;
+    v = v * 10 + d;
+  }
+  unsigned shift = 0;
+  switch (*c) {
+  case 'k': case 'K': shift = 10; break;
+  case 'm': case 'M': shift = 20; break;
+  case 'g': case 'G': shift = 30; break;
+  case 't': case 'T': shift = 40; break;
+  default: break;
+  }
+  if (shift != 0) {
+    c++;
+    if (*c == 'i' || *c == 'I')
+      c++;
+    else if (*c != '\0' && *c != 'b' && *c != 'B')
+      return -1;
+    if (*c == 'b' || *c == 'B')
+      c++;
+  } else if (*c == 'b' || *c == 'B') {
+    c++;
+  }
+  if (*c != '\0')
+    return -1;
+  if (shift != 0 && v > (UINT64_MAX >> shift))
+    return -1;
+  *out = v << shift;
+  return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+  char *end;
+  if (s == NULL || *s < '0' || *s > '9')
+    return -1;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno != 0 || *end != '\0')
+    return -1;
+  *out = (uint64_t)v;
+  return 0;
+}
+
+static int key_char(char c)
+{
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '-';
+}
+
+/* Copy the valid "key=value" entries of CULPERT_METADATA into c->meta_buf.
+ * A key is [A-Za-z0-9_.-]+ and may not start with "culpert."; a value is
+ * non-empty printable ASCII. Returns the number of malformed entries. */
+static int load_metadata(struct culpert__config *c, const char *s)
+{
+  int bad = 0;
+  size_t used = 0;
+  while (s != NULL && *s != '\0') {
+    const char *end = strchr(s, ',');
+    size_t n = end ? (size_t)(end - s) : strlen(s);
+    const char *eq = memchr(s, '=', n);
+    int ok = eq != NULL && eq > s && (size_t)(eq - s) + 1 < n;
+    for (const char *k = s; ok && k < eq; k++)
+      ok = key_char(*k);
+    for (const char *v = eq ? eq + 1 : s; ok && v < s + n; v++)
+      ok = *v > ' ' - 1 && *v < 0x7f;
+    if (ok && (size_t)(eq - s) >= 8 && strncmp(s, "culpert.", 8) == 0)
+      ok = 0;
+    if (ok && (c->nmeta >= CULPERT__MAX_META || used + n + 1 > sizeof c->meta_buf))
+      ok = 0;
+    if (ok) {
+      memcpy(c->meta_buf + used, s, n);
+      c->meta_buf[used + n] = '\0';
+      c->meta[c->nmeta++] = c->meta_buf + used;
+      used += n + 1;
+    } else if (n > 0) {
+      bad++;
+    }
+    s = end ? end + 1 : NULL;
+  }
+  return bad;
+}
+
+void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int warn_fd)
+{
+  const char *v;
+  memset(c, 0, sizeof *c);
+  c->rate = CULPERT__DEFAULT_RATE;
+  c->stack_mode = CULPERT__STACK_LIBUNWIND;
+  c->stack_depth = CULPERT__DEFAULT_DEPTH;
+
+  v = get("CULPERT_SAMPLE_RATE");
+  if (v != NULL && *v != '\0' && culpert__config_parse_size(v, &c->rate) != 0) {
+    warn(warn_fd, "CULPERT_SAMPLE_RATE=%s is not a byte count; using %u", v,
+         CULPERT__DEFAULT_RATE);
+    c->rate = CULPERT__DEFAULT_RATE;
+  }
+  v = get("CULPERT_SEED");
+  if (v != NULL && *v != '\0') {
+    if (parse_u64(v, &c->seed) == 0)
+      c->has_seed = 1;
+    else
+      warn(warn_fd, "CULPERT_SEED=%s is not a number; using a random seed", v);
+  }
+  v = get("CULPERT_STACK");
+  if (v != NULL && *v != '\0') {
+    if (strcmp(v, "fp") == 0)
+      c->stack_mode = CULPERT__STACK_FP;
+    else if (strcmp(v, "libunwind") != 0)
+      warn(warn_fd, "CULPERT_STACK=%s is neither libunwind nor fp; using libunwind", v);
+  }
+  v = get("CULPERT_STACK_DEPTH");
+  if (v != NULL && *v != '\0') {
+    uint64_t d;
+    if (parse_u64(v, &d) != 0 || d == 0)
+      warn(warn_fd, "CULPERT_STACK_DEPTH=%s is not a positive number; using %u", v,
+           CULPERT__DEFAULT_DEPTH);
+    else
+      c->stack_depth = d > CULPERT__MAX_DEPTH ? CULPERT__MAX_DEPTH : (uint32_t)d;
+  }
+  v = get("CULPERT_QUIET");
+  c->quiet = v != NULL && *v != '\0' && strcmp(v, "0") != 0;
+  v = get("CULPERT_OUTPUT");
+  c->output = (v != NULL && *v != '\0') ? v : NULL;
+  v = get("CULPERT_METADATA");
+  if (v != NULL && load_metadata(c, v) > 0)
+    warn(warn_fd, "CULPERT_METADATA: ignoring malformed entries (want key=value,key2=value2)");
+}
+
+static int put(char *buf, size_t n, size_t *at, const char *s, size_t len)
+{
+  if (*at + len >= n)
+    return -ENAMETOOLONG;
+  memcpy(buf + *at, s, len);
+  *at += len;
+  buf[*at] = '\0';
+  return 0;
+}
+
+int culpert__config_output_path(const char *tmpl, long pid, const char *exe, int is_child,
+                                char *buf, size_t n)
+{
+  char num[32];
+  int numlen = snprintf(num, sizeof num, "%ld", pid);
+  size_t at = 0;
+  int has_pid = 0;
+  int rc = 0;
+  if (n == 0)
+    return -ENAMETOOLONG;
+  buf[0] = '\0';
+  if (tmpl == NULL)
+    tmpl = "culpert.%e.%p.pb.gz";
+  for (const char *c = tmpl; *c != '\0' && rc == 0; c++) {
+    if (c[0] == '%' && c[1] == 'p') {
+      rc = put(buf, n, &at, num, (size_t)numlen);
+      has_pid = 1;
+      c++;
+    } else if (c[0] == '%' && c[1] == 'e') {
+      rc = put(buf, n, &at, exe, strlen(exe));
+      c++;
+    } else if (c[0] == '%' && c[1] == '%') {
+      rc = put(buf, n, &at, "%", 1);
+      c++;
+    } else {
+      rc = put(buf, n, &at, c, 1);
+    }
+  }
+  if (rc == 0 && is_child && !has_pid) {
+    rc = put(buf, n, &at, ".", 1);
+    if (rc == 0)
+      rc = put(buf, n, &at, num, (size_t)numlen);
+  }
+  return rc;
+}

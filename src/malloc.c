@@ -1,3 +1,541 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Placeholder until this module lands. */
-typedef int culpert__placeholder_malloc;
+/*
+ * malloc.c: the interposer. The only file that defines malloc, free,
+ * calloc, realloc, reallocarray, posix_memalign, aligned_alloc, memalign,
+ * valloc, pvalloc and malloc_usable_size.
+ *
+ * Each wrapper calls the next allocator in line (glibc, or jemalloc or
+ * tcmalloc loaded after libculpert) and does one cheap check; only when the
+ * check fires does it call an out-of-line slow path. The real functions are
+ * resolved once with dlsym(RTLD_NEXT) on the first allocation or in the
+ * constructor, whichever comes first; allocations made while resolving
+ * (dlsym allocates) come from a small static arena whose pointers are never
+ * handed to the real allocator. free() never resolves anything.
+ *
+ * Must never crash or change the host's behaviour: errno is preserved, and
+ * after an internal failure every call passes straight through.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* ---------------------------------------------------------------- the real allocator */
+
+struct real_fns {
+  void *(*malloc)(size_t);
+  void (*free)(void *);
+  void *(*calloc)(size_t, size_t);
+  void *(*realloc)(void *, size_t);
+  int (*posix_memalign)(void **, size_t, size_t);
+  void *(*aligned_alloc)(size_t, size_t);
+  void *(*memalign)(size_t, size_t);
+  size_t (*malloc_usable_size)(void *);
+};
+
+static void *boot_malloc(size_t n);
+static void boot_free(void *p);
+static void *boot_calloc(size_t m, size_t n);
+static void *boot_realloc(void *p, size_t n);
+static int boot_posix_memalign(void **out, size_t align, size_t n);
+static void *boot_aligned_alloc(size_t align, size_t n);
+static void *boot_memalign(size_t align, size_t n);
+static size_t boot_malloc_usable_size(void *p);
+
+/* Until resolution these point at the bootstrap versions; afterwards at the
+ * next allocator. Written once, before resolve_state becomes DONE. */
+static struct real_fns real = {
+    boot_malloc,   boot_free,          boot_calloc,        boot_realloc,
+    boot_posix_memalign, boot_aligned_alloc, boot_memalign, boot_malloc_usable_size,
+};
+
+enum { RESOLVE_NONE, RESOLVE_BUSY, RESOLVE_DONE };
+static atomic_int resolve_state;
+static __thread int resolving CULPERT__TLS_MODEL;
+
+/* ---------------------------------------------------------------- bootstrap arena */
+
+/* Allocations made before the real allocator is known. Never freed, never
+ * reused; every block is flagged in the free() filter so that free(),
+ * realloc() and malloc_usable_size() recognise it on their slow path. */
+#define ARENA_SIZE (256u * 1024u)
+#define ARENA_HEADER 16u
+static _Alignas(4096) unsigned char arena[ARENA_SIZE];
+static atomic_size_t arena_used;
+
+static int in_arena(const void *p)
+{
+  return (const unsigned char *)p >= arena && (const unsigned char *)p < arena + ARENA_SIZE;
+}
+
+static void *arena_alloc(size_t n, size_t align)
+{
+  if (align < ARENA_HEADER)
+    align = ARENA_HEADER;
+  if (n > ARENA_SIZE || align > 4096 || (align & (align - 1)) != 0)
+    return NULL;
+  size_t need = n + align + ARENA_HEADER;
+  size_t at = atomic_fetch_add(&arena_used, need);
+  if (at + need > ARENA_SIZE)
+    return NULL;
+  uintptr_t p = ((uintptr_t)arena + at + ARENA_HEADER + align - 1) & ~(uintptr_t)(align - 1);
+  memcpy((void *)(p - sizeof(size_t)), &n, sizeof n);
+  culpert__filter_add((void *)p);
+  return (void *)p;
+}
+
+static size_t arena_size(const void *p)
+{
+  size_t n;
+  memcpy(&n, (const unsigned char *)p - sizeof n, sizeof n);
+  return n;
+}
+
+/* ---------------------------------------------------------------- resolution */
+
+static void *(*libc_memalign)(size_t, size_t);
+
+static int posix_memalign_via_libc(void **out, size_t align, size_t n)
+{
+  void *p = libc_memalign(align, n);
+  if (p == NULL)
+    return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+/* ISO C has no cast between object and function pointers; dlsym returns
+ * one for the other, so copy the bits. */
+#define SET_FN(dst, ptr)                 \
+  do {                                   \
+    void *p_ = (ptr);                    \
+    memcpy(&(dst), &p_, sizeof p_);      \
+  } while (0)
+
+static void *fn_addr(void *(*fn)(size_t))
+{
+  void *p;
+  memcpy(&p, &fn, sizeof p);
+  return p;
+}
+
+/* dlsym(RTLD_NEXT, name) when it lies in the same object as `ref`. */
+static void *next_in(const char *name, const Dl_info *ref)
+{
+  Dl_info info;
+  void *fn = dlsym(RTLD_NEXT, name);
+  if (fn == NULL || dladdr(fn, &info) == 0 || info.dli_fbase != ref->dli_fbase)
+    return NULL;
+  return fn;
+}
+
+/* Find the next allocator. Runs once; allocations it causes on this thread
+ * come from the arena. memalign and aligned_alloc are used only when they
+ * belong to the same object as malloc (jemalloc lacks some of them, and
+ * glibc's would then allocate from the wrong heap); otherwise they are
+ * built on posix_memalign. */
+static void do_resolve(void)
+{
+  struct real_fns r;
+  Dl_info ref;
+  memset(&r, 0, sizeof r);
+  SET_FN(r.malloc, dlsym(RTLD_NEXT, "malloc"));
+  SET_FN(r.free, dlsym(RTLD_NEXT, "free"));
+  SET_FN(r.calloc, dlsym(RTLD_NEXT, "calloc"));
+  SET_FN(r.realloc, dlsym(RTLD_NEXT, "realloc"));
+  SET_FN(r.posix_memalign, dlsym(RTLD_NEXT, "posix_memalign"));
+  if (r.malloc == NULL || r.free == NULL || r.calloc == NULL || r.realloc == NULL ||
+      r.posix_memalign == NULL) {
+    /* No next object (static oddities): glibc's own entry points. */
+    SET_FN(r.malloc, dlsym(RTLD_DEFAULT, "__libc_malloc"));
+    SET_FN(r.free, dlsym(RTLD_DEFAULT, "__libc_free"));
+    SET_FN(r.calloc, dlsym(RTLD_DEFAULT, "__libc_calloc"));
+    SET_FN(r.realloc, dlsym(RTLD_DEFAULT, "__libc_realloc"));
+    SET_FN(libc_memalign, dlsym(RTLD_DEFAULT, "__libc_memalign"));
+    r.posix_memalign = libc_memalign != NULL ? posix_memalign_via_libc : NULL;
+  }
+  if (r.malloc != NULL && dladdr(fn_addr(r.malloc), &ref) != 0) {
+    SET_FN(r.aligned_alloc, next_in("aligned_alloc", &ref));
+    SET_FN(r.memalign, next_in("memalign", &ref));
+    SET_FN(r.malloc_usable_size, dlsym(RTLD_NEXT, "malloc_usable_size"));
+  }
+  if (r.malloc == NULL || r.free == NULL || r.calloc == NULL || r.realloc == NULL)
+    return; /* keep the arena: every allocation fails once it is full */
+  real = r;
+}
+
+/* 1 when the real functions are known (possibly after waiting for another
+ * thread to find them); 0 when this thread is resolving and must use the
+ * arena. */
+static int resolve(void)
+{
+  if (atomic_load_explicit(&resolve_state, memory_order_acquire) == RESOLVE_DONE)
+    return 1;
+  if (resolving)
+    return 0;
+  int expect = RESOLVE_NONE;
+  if (atomic_compare_exchange_strong(&resolve_state, &expect, RESOLVE_BUSY)) {
+    int saved = errno;
+    resolving = 1;
+    do_resolve();
+    resolving = 0;
+    atomic_store_explicit(&resolve_state, RESOLVE_DONE, memory_order_release);
+    errno = saved;
+    return 1;
+  }
+  while (atomic_load_explicit(&resolve_state, memory_order_acquire) != RESOLVE_DONE)
+    sched_yield();
+  return 1;
+}
+
+static int resolved_real(void)
+{
+  return resolve() && real.malloc != boot_malloc;
+}
+
+static void *boot_malloc(size_t n)
+{
+  return resolved_real() ? real.malloc(n) : arena_alloc(n, 16);
+}
+
+static void boot_free(void *p)
+{
+  /* Never resolves: a block not from the arena cannot exist before the
+   * real allocator is known, and arena blocks are never released. */
+  if (p != NULL && !in_arena(p) && real.free != boot_free)
+    real.free(p);
+}
+
+static void *boot_calloc(size_t m, size_t n)
+{
+  if (resolved_real())
+    return real.calloc(m, n);
+  if (n != 0 && m > SIZE_MAX / n)
+    return NULL;
+  return arena_alloc(m * n, 16); /* static memory, never reused: already zero */
+}
+
+static void *boot_realloc(void *p, size_t n)
+{
+  return resolved_real() ? real.realloc(p, n) : NULL;
+}
+
+static int boot_posix_memalign(void **out, size_t align, size_t n)
+{
+  if (resolved_real() && real.posix_memalign != boot_posix_memalign && real.posix_memalign != NULL)
+    return real.posix_memalign(out, align, n);
+  void *p = arena_alloc(n, align);
+  if (p == NULL)
+    return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+static void *boot_aligned_alloc(size_t align, size_t n)
+{
+  void *p = NULL;
+  return boot_posix_memalign(&p, align, n) == 0 ? p : NULL;
+}
+
+static void *boot_memalign(size_t align, size_t n)
+{
+  return boot_aligned_alloc(align, n);
+}
+
+static size_t boot_malloc_usable_size(void *p)
+{
+  (void)p;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- slow paths */
+
+#define STOPPED_COUNTDOWN (INT64_C(1) << 62)
+
+/*
+ * sample_check: called after an allocation of n bytes at p once the
+ * thread's countdown (already reduced by n) reached zero or below. Decides
+ * whether the allocation is sampled and records it. Keeps errno.
+ */
+static CULPERT__NOINLINE void sample_check(void *p, size_t n)
+{
+  struct culpert__thread *t = &culpert__tls;
+  if (t->guard != 0 || p == NULL)
+    return; /* inside culpert, or a failed allocation: nothing to record */
+  int saved = errno;
+  t->guard++;
+  if (!atomic_load_explicit(&culpert__ready, memory_order_acquire)) {
+    t->countdown = 0; /* before the constructor: look again next time */
+    goto out;
+  }
+  if (!atomic_load_explicit(&culpert__running, memory_order_relaxed)) {
+    t->countdown = STOPPED_COUNTDOWN; /* pass-through from now on */
+    goto out;
+  }
+  if (!t->ready) {
+    /* This thread's first interval: the allocation that brought it here is
+     * judged against a fresh draw like any other. */
+    culpert__sampler_thread_init(t);
+    t->countdown = culpert__sampler_next(t) - (int64_t)n;
+  }
+  if (t->countdown > 0 || (t->countdown == 0 && culpert__rate != 0))
+    goto out; /* the next sample point lies beyond this allocation */
+  t->countdown = culpert__sampler_next(t);
+
+  uintptr_t ips[CULPERT__MAX_DEPTH];
+  uint32_t depth = culpert__stack_capture(ips, culpert__cfg.stack_depth);
+  double w = culpert__sampler_weight(n, culpert__rate);
+  int64_t b = culpert__record_sample(ips, depth, culpert__span_current_node(), n, w);
+  if (b >= 0) {
+    struct culpert__live v = {(uint32_t)b, n, w};
+    if (culpert__live_insert(p, &v) != 0) {
+      culpert__record_release((uint32_t)b, n, w);
+      culpert__record_count_dropped();
+    }
+  }
+out:
+  t->guard--;
+  errno = saved;
+}
+
+/* forget: p is about to be released; if it is a live sampled block, take it
+ * out of the in-use totals. Returns 1 for a bootstrap arena block (which
+ * must never reach the real allocator). */
+static CULPERT__NOINLINE int forget(void *p)
+{
+  if (in_arena(p))
+    return 1;
+  struct culpert__thread *t = &culpert__tls;
+  struct culpert__live v;
+  int saved = errno;
+  t->guard++;
+  if (culpert__live_remove(p, &v))
+    culpert__record_release(v.bucket, v.size, v.weight);
+  t->guard--;
+  errno = saved;
+  return 0;
+}
+
+static CULPERT__NOINLINE void *malloc_slow(size_t n)
+{
+  void *p = real.malloc(n);
+  sample_check(p, n);
+  return p;
+}
+
+static CULPERT__NOINLINE void free_slow(void *p)
+{
+  if (!forget(p))
+    real.free(p);
+}
+
+static CULPERT__NOINLINE void *calloc_slow(size_t m, size_t n)
+{
+  void *p = real.calloc(m, n);
+  sample_check(p, m * n);
+  return p;
+}
+
+/* realloc of a block that may be sampled or from the arena, or whose new
+ * size ran the countdown out. A sampled block is forgotten before the real
+ * realloc (after it, another thread could get the same address) and put
+ * back if the realloc fails. */
+static CULPERT__NOINLINE void *realloc_slow(void *p, size_t n)
+{
+  struct culpert__live v;
+  int had = 0;
+  if (p != NULL && culpert__filter_test(p)) {
+    if (in_arena(p)) {
+      size_t old = arena_size(p);
+      if (n == 0)
+        return NULL;
+      void *q = malloc(n);
+      if (q != NULL)
+        memcpy(q, p, old < n ? old : n);
+      return q;
+    }
+    int saved = errno;
+    culpert__tls.guard++;
+    had = culpert__live_remove(p, &v);
+    culpert__tls.guard--;
+    errno = saved;
+  }
+  void *q = real.realloc(p, n);
+  if (had) {
+    int saved = errno;
+    culpert__tls.guard++;
+    if (q == NULL && n != 0 && culpert__live_insert(p, &v) == 0) {
+      /* failed realloc: p is untouched and still live */
+    } else {
+      culpert__record_release(v.bucket, v.size, v.weight);
+    }
+    culpert__tls.guard--;
+    errno = saved;
+  }
+  if (culpert__tls.countdown <= 0)
+    sample_check(q, n);
+  return q;
+}
+
+static CULPERT__NOINLINE int memalign_slow(void **out, size_t align, size_t n)
+{
+  int rc = real.posix_memalign != NULL ? real.posix_memalign(out, align, n) : ENOMEM;
+  if (rc == 0)
+    sample_check(*out, n);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- the wrappers */
+
+/*
+ * Cost budget of the unsampled path: allocation = one TLS subtract and a
+ * branch, then a tail call to the real function; free = a multiply, a
+ * shift, one load from the read-mostly filter and a branch, then a tail
+ * call. No locks, no shared writes. Everything else is out of line.
+ */
+static inline int countdown_expired(size_t n)
+{
+  return CULPERT__UNLIKELY((culpert__tls.countdown -= (int64_t)n) <= 0);
+}
+
+CULPERT__EXPORT void *malloc(size_t n)
+{
+  if (countdown_expired(n))
+    return malloc_slow(n);
+  return real.malloc(n);
+}
+
+CULPERT__EXPORT void free(void *p)
+{
+  if (CULPERT__UNLIKELY(culpert__filter_test(p))) {
+    free_slow(p);
+    return;
+  }
+  real.free(p);
+}
+
+CULPERT__EXPORT void *calloc(size_t m, size_t n)
+{
+  size_t total;
+  if (__builtin_mul_overflow(m, n, &total))
+    return real.calloc(m, n); /* fails with ENOMEM */
+  if (countdown_expired(total))
+    return calloc_slow(m, n);
+  return real.calloc(m, n);
+}
+
+CULPERT__EXPORT void *realloc(void *p, size_t n)
+{
+  int expired = countdown_expired(n);
+  if (CULPERT__UNLIKELY(expired | culpert__filter_test(p)))
+    return realloc_slow(p, n);
+  return real.realloc(p, n);
+}
+
+CULPERT__EXPORT void *reallocarray(void *p, size_t m, size_t n)
+{
+  size_t total;
+  if (__builtin_mul_overflow(m, n, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return realloc(p, total);
+}
+
+CULPERT__EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+  if (align < sizeof(void *) || (align & (align - 1)) != 0)
+    return EINVAL;
+  if (countdown_expired(n) || CULPERT__UNLIKELY(real.posix_memalign == boot_posix_memalign ||
+                                                 real.posix_memalign == NULL))
+    return memalign_slow(out, align, n);
+  return real.posix_memalign(out, align, n);
+}
+
+/* aligned_alloc and memalign use the next allocator's own function when it
+ * has one; otherwise posix_memalign, which accepts any power of two. */
+static void *aligned_common(size_t align, size_t n, void *(*fn)(size_t, size_t))
+{
+  void *p = NULL;
+  if (fn != NULL && fn != boot_aligned_alloc && fn != boot_memalign) {
+    if (countdown_expired(n)) {
+      p = fn(align, n);
+      sample_check(p, n);
+      return p;
+    }
+    return fn(align, n);
+  }
+  if (align < sizeof(void *))
+    align = sizeof(void *);
+  if ((align & (align - 1)) != 0) {
+    errno = EINVAL;
+    return NULL;
+  }
+  int rc = posix_memalign(&p, align, n);
+  if (rc != 0) {
+    errno = rc;
+    return NULL;
+  }
+  return p;
+}
+
+CULPERT__EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+  if (real.aligned_alloc == boot_aligned_alloc)
+    return resolve(), aligned_common(align, n, NULL);
+  return aligned_common(align, n, real.aligned_alloc);
+}
+
+CULPERT__EXPORT void *memalign(size_t align, size_t n)
+{
+  if (real.memalign == boot_memalign)
+    return resolve(), aligned_common(align, n, NULL);
+  return aligned_common(align, n, real.memalign);
+}
+
+CULPERT__EXPORT void *valloc(size_t n)
+{
+  return aligned_common((size_t)sysconf(_SC_PAGESIZE), n, NULL);
+}
+
+CULPERT__EXPORT void *pvalloc(size_t n)
+{
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t rounded = n == 0 ? page : (n + page - 1) & ~(page - 1);
+  if (rounded < n) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return aligned_common(page, rounded, NULL);
+}
+
+CULPERT__EXPORT size_t malloc_usable_size(void *p)
+{
+  if (p == NULL)
+    return 0;
+  if (CULPERT__UNLIKELY(culpert__filter_test(p)) && in_arena(p))
+    return arena_size(p);
+  if (real.malloc_usable_size == NULL || real.malloc_usable_size == boot_malloc_usable_size)
+    return 0;
+  return real.malloc_usable_size(p);
+}
+
+/* ---------------------------------------------------------------- start and exit */
+
+__attribute__((constructor)) static void culpert_start(void)
+{
+  resolve();
+  culpert__tls.guard++;
+  culpert__init();
+  culpert__tls.guard--;
+}
+
+__attribute__((destructor)) static void culpert_finish(void)
+{
+  culpert__output_at_exit();
+}

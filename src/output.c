@@ -1,3 +1,397 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Placeholder until this module lands. */
-typedef int culpert__placeholder_output;
+/*
+ * output.c: start-up, fork handling and profiles: at exit, on
+ * culpert_snapshot_write() and culpert_snapshot().
+ *
+ * Everything here runs with the calling thread's guard set, so the writer's
+ * allocations pass straight through and are never sampled. Files are
+ * written under a temporary name and renamed, so no reader ever sees a
+ * partial profile. Never crashes the host: a failure to write is reported
+ * on stderr and the program carries on.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "writer.h"
+
+/* The writer lands separately: until it is linked in, profiles fail with
+ * -ENOSYS instead of the library failing to load. */
+#pragma weak culpert__writer_encode
+
+atomic_int culpert__ready;
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static long pid;
+static int is_child;
+static int64_t start_nanos;
+static char exe_name[256];
+
+void culpert__say(const char *fmt, ...)
+{
+  char line[CULPERT__PATH_MAX + 256];
+  va_list ap;
+  int n = snprintf(line, sizeof line, "culpert: ");
+  va_start(ap, fmt);
+  int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  if (m < 0)
+    return;
+  size_t len = (size_t)n + (size_t)m;
+  if (len > sizeof line - 2)
+    len = sizeof line - 2;
+  line[len++] = '\n';
+  ssize_t w = write(STDERR_FILENO, line, len);
+  (void)w;
+}
+
+static int64_t now_nanos(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static const char *env_get(const char *name)
+{
+  return getenv(name);
+}
+
+static void find_exe_name(void)
+{
+  char path[CULPERT__PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  const char *base = program_invocation_short_name;
+  if (n > 0) {
+    path[n] = '\0';
+    const char *slash = strrchr(path, '/');
+    base = slash ? slash + 1 : path;
+  }
+  if (base == NULL || *base == '\0')
+    base = "unknown";
+  size_t len = strlen(base);
+  if (len >= sizeof exe_name)
+    len = sizeof exe_name - 1; /* cut, like a comm name */
+  memcpy(exe_name, base, len);
+  exe_name[len] = '\0';
+}
+
+/* ---------------------------------------------------------------- fork */
+
+/* Fork with other threads inside culpert: hold both locks across fork()
+ * so the child never inherits one held by a thread that no longer exists. */
+static void fork_prepare(void)
+{
+  culpert__tls.guard++;
+  culpert__record_lock();
+  culpert__live_lock();
+}
+
+static void fork_parent(void)
+{
+  culpert__live_unlock();
+  culpert__record_unlock();
+  culpert__tls.guard--;
+}
+
+/* The child's profile covers only the child: it starts with no samples and
+ * no live blocks (blocks inherited from the parent are freed as unsampled
+ * ones), keeps the span path table so its open spans stay valid, and writes
+ * its own file. */
+static void fork_child(void)
+{
+  culpert__live_reinit_lock();
+  culpert__record_reinit_lock();
+  culpert__live_reset();
+  culpert__record_reset();
+  culpert__span_reset_counters();
+  pid = (long)getpid();
+  is_child = 1;
+  start_nanos = now_nanos();
+  culpert__tls.guard--;
+}
+
+/* ---------------------------------------------------------------- start-up */
+
+/* Processes exec'd with CULPERT_OUTPUT inherited must not overwrite the
+ * first process's file: the first one marks the environment with its pid,
+ * and a process that finds another pid there appends ".<pid>". Only needed
+ * when the template has no %p. */
+static void mark_root(void)
+{
+  const char *out = culpert__cfg.output;
+  if (out == NULL || strstr(out, "%p") != NULL)
+    return;
+  const char *root = getenv("CULPERT_ROOT_PID");
+  char num[32];
+  snprintf(num, sizeof num, "%ld", pid);
+  if (root == NULL)
+    setenv("CULPERT_ROOT_PID", num, 0);
+  else if (strcmp(root, num) != 0)
+    is_child = 1;
+}
+
+void culpert__init(void)
+{
+  pthread_mutex_lock(&init_lock);
+  if (atomic_load(&culpert__ready))
+    goto out;
+  culpert__config_load(&culpert__cfg, env_get, STDERR_FILENO);
+  uint64_t seed = culpert__cfg.seed;
+  if (!culpert__cfg.has_seed) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ ((uint64_t)getpid() << 16) ^
+           (uint64_t)(uintptr_t)&ts;
+  }
+  culpert__sampler_setup(culpert__cfg.rate, seed);
+  pid = (long)getpid();
+  start_nanos = now_nanos();
+  find_exe_name();
+  mark_root();
+  culpert__stack_init(culpert__cfg.stack_mode);
+  if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
+    culpert__sampler_stop("pthread_atfork failed");
+    goto out;
+  }
+  atomic_store(&culpert__running, 1);
+  atomic_store(&culpert__ready, 1);
+out:
+  pthread_mutex_unlock(&init_lock);
+}
+
+/* ---------------------------------------------------------------- profiles */
+
+/* Only the path nodes that samples use, and their ancestors, renumbered
+ * densely from 1. map is indexed by node and starts zeroed. */
+static size_t collect_spans(struct culpert__wsample *s, size_t ns, uint32_t *map,
+                            struct culpert__wspan *out)
+{
+  size_t n = 1;
+  out[0].name = "";
+  out[0].parent = 0;
+  for (size_t i = 0; i < ns; i++) {
+    /* Number the chain root-first so parents get indexes before children. */
+    uint32_t chain[CULPERT__SPAN_NODES > 4096 ? 4096 : CULPERT__SPAN_NODES];
+    uint32_t depth = 0;
+    for (uint32_t node = s[i].span; node != 0 && map[node] == 0 && depth < 4096;) {
+      uint32_t parent = 0;
+      if (culpert__span_name(node, &parent) == NULL)
+        break;
+      chain[depth++] = node;
+      node = parent;
+    }
+    while (depth > 0) {
+      uint32_t node = chain[--depth];
+      uint32_t parent = 0;
+      out[n].name = culpert__span_name(node, &parent);
+      out[n].parent = parent != 0 ? map[parent] : 0;
+      map[node] = (uint32_t)n++;
+    }
+    s[i].span = s[i].span != 0 ? map[s[i].span] : 0;
+  }
+  return n;
+}
+
+int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples)
+{
+  struct culpert__bucket *b = NULL;
+  uintptr_t *ips = NULL;
+  struct culpert__wsample *ws = NULL;
+  struct culpert__wspan *spans = NULL;
+  uint32_t *map = NULL;
+  size_t nips = 0;
+  int rc;
+  enum { NCOMMENT = 10 };
+  char cbuf[NCOMMENT][320]; /* room for culpert.exe= and a 255-byte name */
+  const char *comments[NCOMMENT + CULPERT__MAX_META];
+  size_t nc = 0;
+
+  *out = NULL;
+  *len = 0;
+  *nsamples = 0;
+  if (culpert__writer_encode == NULL)
+    return -ENOSYS;
+  long nb = culpert__record_copy(&b, &ips, &nips);
+  if (nb < 0)
+    return (int)nb;
+  ws = calloc((size_t)nb + 1, sizeof *ws);
+  spans = calloc(CULPERT__SPAN_NODES, sizeof *spans);
+  map = calloc(CULPERT__SPAN_NODES, sizeof *map);
+  if (ws == NULL || spans == NULL || map == NULL) {
+    rc = -ENOMEM;
+    goto out;
+  }
+  for (long i = 0; i < nb; i++) {
+    ws[i].ips = ips + b[i].ip_off;
+    ws[i].depth = b[i].depth;
+    ws[i].span = b[i].span;
+    ws[i].alloc_objects = b[i].alloc_objects;
+    ws[i].alloc_bytes = b[i].alloc_bytes;
+    /* In-use totals are sums and differences of the same weights; clamp the
+     * rounding residue of fully freed buckets to zero. */
+    ws[i].inuse_objects = b[i].inuse_objects > 1e-6 ? b[i].inuse_objects : 0;
+    ws[i].inuse_bytes = b[i].inuse_bytes > 1e-3 ? b[i].inuse_bytes : 0;
+    ws[i].samples = b[i].samples;
+    *nsamples += b[i].samples;
+  }
+  size_t nspans = collect_spans(ws, (size_t)nb, map, spans);
+
+  snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.version=%s", CULPERT_VERSION_STRING);
+  snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.rate=%llu", (unsigned long long)culpert__rate);
+  snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.stack=%s", culpert__stack_mode_name());
+  snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.dropped_samples=%llu",
+           (unsigned long long)culpert__record_dropped());
+  snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.pid=%ld", pid != 0 ? pid : (long)getpid());
+  snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.exe=%s", exe_name);
+  snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.span_overflow=%llu",
+           (unsigned long long)culpert__span_overflows());
+  snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.span_underflow=%llu",
+           (unsigned long long)culpert__span_underflows());
+  snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.span_table_full=%llu",
+           (unsigned long long)culpert__span_table_full());
+  size_t ncomments = 0;
+  for (size_t i = 0; i < nc; i++)
+    comments[ncomments++] = cbuf[i];
+  for (uint32_t i = 0; i < culpert__cfg.nmeta; i++)
+    comments[ncomments++] = culpert__cfg.meta[i];
+
+  int64_t now = now_nanos();
+  struct culpert__wprofile p = {
+      .samples = ws,
+      .nsamples = (size_t)nb,
+      .spans = spans,
+      .nspans = nspans,
+      .rate = culpert__rate,
+      .time_nanos = now,
+      .duration_nanos = start_nanos != 0 && now > start_nanos ? now - start_nanos : 0,
+      .comments = comments,
+      .ncomments = ncomments,
+  };
+  rc = culpert__writer_encode(&p, out, len);
+out:
+  free(map);
+  free(spans);
+  free(ws);
+  free(ips);
+  free(b);
+  return rc;
+}
+
+static int write_all(int fd, const unsigned char *buf, size_t len)
+{
+  while (len > 0) {
+    ssize_t w = write(fd, buf, len);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -errno;
+    buf += w;
+    len -= (size_t)w;
+  }
+  return 0;
+}
+
+int culpert__output_write_file(const char *path)
+{
+  unsigned char *buf = NULL;
+  size_t len = 0;
+  uint64_t nsamples = 0;
+  char tmp[CULPERT__PATH_MAX + 64];
+  int fd = -1;
+  int rc = culpert__output_profile(&buf, &len, &nsamples);
+  if (rc != 0)
+    goto out;
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
+    rc = -ENAMETOOLONG;
+    goto out;
+  }
+  fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    rc = -errno;
+    goto out;
+  }
+  rc = write_all(fd, buf, len);
+  if (close(fd) != 0 && rc == 0)
+    rc = -errno;
+  fd = -1;
+  if (rc == 0 && rename(tmp, path) != 0)
+    rc = -errno;
+  if (rc != 0)
+    unlink(tmp);
+out:
+  if (rc == 0 && !culpert__cfg.quiet)
+    culpert__say("wrote profile to %s (%llu samples)", path, (unsigned long long)nsamples);
+  else if (rc != 0)
+    culpert__say("cannot write profile %s: %s", path, strerror(-rc));
+  free(buf);
+  return rc;
+}
+
+void culpert__output_at_exit(void)
+{
+  char path[CULPERT__PATH_MAX];
+  struct culpert__thread *t = &culpert__tls;
+  if (!atomic_load(&culpert__ready) || culpert__sampler_failed())
+    return;
+  /* Stop first: every thread still running gets pass-through service while
+   * the profile is written. */
+  if (!atomic_exchange(&culpert__running, 0))
+    return; /* already written (a second destructor run) */
+  t->guard++;
+  int saved = errno;
+  if (culpert__config_output_path(culpert__cfg.output, pid, exe_name, is_child, path,
+                                  sizeof path) != 0)
+    culpert__say("CULPERT_OUTPUT expands to a path longer than %u bytes; no profile written",
+                 CULPERT__PATH_MAX);
+  else
+    culpert__output_write_file(path);
+  errno = saved;
+  t->guard--;
+}
+
+/* ---------------------------------------------------------------- public API */
+
+CULPERT__EXPORT int culpert_snapshot_write(const char *path)
+{
+  if (path == NULL || *path == '\0')
+    return -EINVAL;
+  if (!atomic_load(&culpert__ready) || culpert__sampler_failed())
+    return -EAGAIN;
+  int saved = errno;
+  culpert__tls.guard++;
+  int rc = culpert__output_write_file(path);
+  culpert__tls.guard--;
+  errno = saved;
+  return rc;
+}
+
+CULPERT__EXPORT int culpert_snapshot(unsigned char **out, size_t *len)
+{
+  uint64_t nsamples;
+  if (out == NULL || len == NULL)
+    return -EINVAL;
+  *out = NULL;
+  *len = 0;
+  if (!atomic_load(&culpert__ready) || culpert__sampler_failed())
+    return -EAGAIN;
+  int saved = errno;
+  culpert__tls.guard++;
+  int rc = culpert__output_profile(out, len, &nsamples);
+  culpert__tls.guard--;
+  errno = saved;
+  return rc;
+}
+
+CULPERT__EXPORT int culpert_is_active(void)
+{
+  return atomic_load(&culpert__ready) && atomic_load(&culpert__running);
+}

@@ -1,3 +1,213 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Placeholder until this module lands. */
-typedef int culpert__placeholder_record;
+/*
+ * record.c: aggregated samples. One bucket per distinct (stack, span path
+ * node), holding weighted estimates of allocated and in-use objects and
+ * bytes plus the raw sample count.
+ *
+ * Slow path only: one lock guards the buckets, their open-addressing index
+ * and the pool of stack addresses. Memory is reserved once with mmap
+ * (MAP_NORESERVE, touched as it fills), never taken from malloc; when it
+ * runs out, samples are dropped and counted.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+#define MAX_BUCKETS (1u << 18)
+#define INDEX_SIZE (MAX_BUCKETS * 2u)
+#define IP_POOL (1u << 24)
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct culpert__bucket *buckets;
+static uint32_t *index_; /* bucket number + 1, 0 = empty */
+static uintptr_t *ip_pool;
+static uint32_t nbuckets;
+static uint64_t nips;
+static int map_failed;
+static atomic_uint_fast64_t dropped;
+
+static void *reserve(size_t bytes)
+{
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+/* Reserve the tables on first use (lock held). */
+static int ensure_tables(void)
+{
+  if (buckets != NULL)
+    return 0;
+  if (map_failed)
+    return -ENOMEM;
+  buckets = reserve(MAX_BUCKETS * sizeof *buckets);
+  index_ = reserve(INDEX_SIZE * sizeof *index_);
+  ip_pool = reserve(IP_POOL * sizeof *ip_pool);
+  if (buckets == NULL || index_ == NULL || ip_pool == NULL) {
+    if (buckets != NULL)
+      munmap(buckets, MAX_BUCKETS * sizeof *buckets);
+    if (index_ != NULL)
+      munmap(index_, INDEX_SIZE * sizeof *index_);
+    if (ip_pool != NULL)
+      munmap(ip_pool, IP_POOL * sizeof *ip_pool);
+    buckets = NULL;
+    map_failed = 1;
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+static uint64_t stack_hash(const uintptr_t *ips, uint32_t depth, uint32_t span)
+{
+  uint64_t h = UINT64_C(0xCBF29CE484222325) ^ span ^ ((uint64_t)depth << 32);
+  for (uint32_t i = 0; i < depth; i++) {
+    h ^= ips[i];
+    h *= UINT64_C(0x100000001B3);
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+int64_t culpert__record_sample(const uintptr_t *ips, uint32_t depth, uint32_t span,
+                               uint64_t size, double w)
+{
+  int64_t found = -1;
+  uint64_t h = stack_hash(ips, depth, span);
+  pthread_mutex_lock(&lock);
+  if (ensure_tables() != 0)
+    goto out;
+  uint32_t i = (uint32_t)(h & (INDEX_SIZE - 1));
+  for (;; i = (i + 1) & (INDEX_SIZE - 1)) {
+    uint32_t b = index_[i];
+    if (b == 0)
+      break;
+    struct culpert__bucket *k = &buckets[b - 1];
+    if (k->hash == h && k->span == span && k->depth == depth &&
+        memcmp(&ip_pool[k->ip_off], ips, depth * sizeof *ips) == 0) {
+      found = b - 1;
+      break;
+    }
+  }
+  if (found < 0) {
+    if (nbuckets >= MAX_BUCKETS || nips + depth > IP_POOL)
+      goto out;
+    struct culpert__bucket *k = &buckets[nbuckets];
+    memset(k, 0, sizeof *k);
+    k->hash = h;
+    k->span = span;
+    k->depth = depth;
+    k->ip_off = nips;
+    memcpy(&ip_pool[nips], ips, depth * sizeof *ips);
+    nips += depth;
+    found = nbuckets++;
+    index_[i] = (uint32_t)found + 1;
+  }
+  struct culpert__bucket *k = &buckets[found];
+  k->alloc_objects += w;
+  k->alloc_bytes += w * (double)size;
+  k->inuse_objects += w;
+  k->inuse_bytes += w * (double)size;
+  k->samples++;
+out:
+  pthread_mutex_unlock(&lock);
+  if (found < 0)
+    culpert__record_count_dropped();
+  return found;
+}
+
+void culpert__record_release(uint32_t bucket, uint64_t size, double w)
+{
+  pthread_mutex_lock(&lock);
+  if (buckets != NULL && bucket < nbuckets) {
+    buckets[bucket].inuse_objects -= w;
+    buckets[bucket].inuse_bytes -= w * (double)size;
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+long culpert__record_copy(struct culpert__bucket **out, uintptr_t **ips, size_t *nips_out)
+{
+  long rc = -EAGAIN;
+  *out = NULL;
+  *ips = NULL;
+  *nips_out = 0;
+  /* Buckets and addresses only ever grow, so buffers sized from a first
+   * look plus some slack usually fit; otherwise retry with the new sizes.
+   * No allocation or free happens under the lock. */
+  size_t want_b = 0, want_i = 0;
+  for (int attempt = 0; attempt < 8; attempt++) {
+    *out = malloc((want_b + 1) * sizeof **out);
+    *ips = malloc((want_i + 1) * sizeof **ips);
+    if (*out == NULL || *ips == NULL) {
+      rc = -ENOMEM;
+      goto out;
+    }
+    pthread_mutex_lock(&lock);
+    if (nbuckets <= want_b && nips <= want_i) {
+      if (nbuckets > 0) {
+        memcpy(*out, buckets, nbuckets * sizeof **out);
+        memcpy(*ips, ip_pool, (size_t)nips * sizeof **ips);
+      }
+      *nips_out = (size_t)nips;
+      rc = (long)nbuckets;
+      pthread_mutex_unlock(&lock);
+      return rc;
+    }
+    want_b = nbuckets + nbuckets / 8 + 64;
+    want_i = (size_t)nips + (size_t)nips / 8 + 1024;
+    pthread_mutex_unlock(&lock);
+    free(*out);
+    free(*ips);
+  }
+  *out = NULL;
+  *ips = NULL;
+  rc = -EAGAIN;
+out:
+  free(*out);
+  free(*ips);
+  *out = NULL;
+  *ips = NULL;
+  return rc;
+}
+
+uint64_t culpert__record_dropped(void)
+{
+  return atomic_load(&dropped);
+}
+
+void culpert__record_count_dropped(void)
+{
+  atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+}
+
+void culpert__record_reset(void)
+{
+  if (buckets != NULL) {
+    memset(index_, 0, INDEX_SIZE * sizeof *index_);
+    /* Give the touched pages back; the mapping stays reserved. */
+    madvise(buckets, MAX_BUCKETS * sizeof *buckets, MADV_DONTNEED);
+    madvise(ip_pool, IP_POOL * sizeof *ip_pool, MADV_DONTNEED);
+  }
+  nbuckets = 0;
+  nips = 0;
+  atomic_store(&dropped, 0);
+}
+
+void culpert__record_lock(void)
+{
+  pthread_mutex_lock(&lock);
+}
+
+void culpert__record_unlock(void)
+{
+  pthread_mutex_unlock(&lock);
+}
+
+void culpert__record_reinit_lock(void)
+{
+  pthread_mutex_init(&lock, NULL);
+}

@@ -1,3 +1,196 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Placeholder until this module lands. */
-typedef int culpert__placeholder_stack;
+/*
+ * stack.c: capture the allocating thread's stack.
+ *
+ * Two ways: libunwind (default), loaded with dlopen RTLD_LOCAL so that its
+ * exported _Unwind_* and backtrace symbols never interpose the host's C++
+ * exception handling or glibc's backtrace(); or frame pointers
+ * (CULPERT_STACK=fp), bounds-checked against the thread's stack so that a
+ * corrupt or missing chain ends the walk instead of faulting.
+ *
+ * Runs on the slow path with the guard set: libunwind and
+ * pthread_getattr_np may allocate, and those allocations pass through.
+ */
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <string.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "internal.h"
+
+typedef int (*getcontext_fn)(unw_context_t *);
+typedef int (*init_local_fn)(unw_cursor_t *, unw_context_t *);
+typedef int (*step_fn)(unw_cursor_t *);
+typedef int (*get_reg_fn)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+
+static int mode = CULPERT__STACK_FP;
+static getcontext_fn u_getcontext;
+static init_local_fn u_init_local;
+static step_fn u_step;
+static get_reg_fn u_get_reg;
+
+/* Text ranges whose frames are never recorded: culpert's and libunwind's. */
+struct range {
+  uintptr_t lo, hi;
+};
+static struct range skip[2];
+
+struct find_text {
+  uintptr_t base;
+  struct range *out;
+};
+
+static int find_text_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+  struct find_text *f = data;
+  (void)size;
+  if (info->dlpi_addr != f->base)
+    return 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+      continue;
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    uintptr_t hi = lo + ph->p_memsz;
+    if (f->out->lo == 0 || lo < f->out->lo)
+      f->out->lo = lo;
+    if (hi > f->out->hi)
+      f->out->hi = hi;
+  }
+  return 1;
+}
+
+/* The executable text of the object that contains `addr`. */
+static void text_range(const void *addr, struct range *out)
+{
+  Dl_info info;
+  if (dladdr(addr, &info) == 0)
+    return;
+  struct find_text f = {(uintptr_t)info.dli_fbase, out};
+  /* dlpi_addr is the load bias; dli_fbase the mapping start. For a shared
+   * object whose first segment has p_vaddr 0 (every DSO ld builds) they
+   * are equal; the executable case only matters in unit tests. */
+  dl_iterate_phdr(find_text_cb, &f);
+}
+
+void culpert__stack_init(int want)
+{
+  void (*self)(int) = culpert__stack_init;
+  void *addr;
+  memcpy(&addr, &self, sizeof addr); /* ISO C has no function-to-object cast */
+  text_range(addr, &skip[0]);
+  mode = CULPERT__STACK_FP;
+  if (want != CULPERT__STACK_LIBUNWIND)
+    return;
+  void *h = dlopen("libunwind.so.8", RTLD_LOCAL | RTLD_NOW);
+  if (h == NULL)
+    return;
+  /* POSIX's way to turn dlsym's result into a function pointer. */
+  *(void **)&u_getcontext = dlsym(h, "_Ux86_64_getcontext");
+  *(void **)&u_init_local = dlsym(h, "_ULx86_64_init_local");
+  *(void **)&u_step = dlsym(h, "_ULx86_64_step");
+  void *step_addr = dlsym(h, "_ULx86_64_step");
+  *(void **)&u_get_reg = dlsym(h, "_ULx86_64_get_reg");
+  if (u_getcontext == NULL || u_init_local == NULL || u_step == NULL || u_get_reg == NULL)
+    return; /* keep the handle: unloading while symbols may be cached is not worth it */
+  text_range(step_addr, &skip[1]);
+  mode = CULPERT__STACK_LIBUNWIND;
+}
+
+const char *culpert__stack_mode_name(void)
+{
+  return mode == CULPERT__STACK_LIBUNWIND ? "libunwind" : "fp";
+}
+
+static int skipped(uintptr_t ip)
+{
+  for (int i = 0; i < 2; i++)
+    if (ip >= skip[i].lo && ip < skip[i].hi)
+      return 1;
+  return 0;
+}
+
+uint32_t culpert__stack_walk_fp(uintptr_t fp, uintptr_t lo, uintptr_t hi, uintptr_t *ips,
+                                uint32_t max)
+{
+  uint32_t n = 0;
+  while (n < max) {
+    /* A frame is [saved fp, return address]: both words must be on the stack. */
+    if (fp < lo || fp > hi - 2 * sizeof(uintptr_t) || (fp & (sizeof(uintptr_t) - 1)) != 0)
+      break;
+    const uintptr_t *frame = (const uintptr_t *)fp;
+    uintptr_t ret = frame[1];
+    if (ret == 0)
+      break;
+    ips[n++] = ret;
+    uintptr_t next = frame[0];
+    if (next <= fp)
+      break;
+    fp = next;
+  }
+  return n;
+}
+
+/* This thread's stack bounds, found once. hi == 1 marks "unknown". */
+static void thread_stack(struct culpert__thread *t)
+{
+  pthread_attr_t attr;
+  void *addr;
+  size_t size;
+  t->stack_hi = 1;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0)
+    return;
+  if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+    t->stack_lo = (uintptr_t)addr;
+    t->stack_hi = (uintptr_t)addr + size;
+  }
+  pthread_attr_destroy(&attr);
+}
+
+static uint32_t capture_fp(uintptr_t *raw, uint32_t max)
+{
+  struct culpert__thread *t = &culpert__tls;
+  if (t->stack_hi == 0)
+    thread_stack(t);
+  if (t->stack_hi <= 1)
+    return 0;
+  uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+  return culpert__stack_walk_fp(fp, t->stack_lo, t->stack_hi, raw, max);
+}
+
+static uint32_t capture_unwind(uintptr_t *raw, uint32_t max)
+{
+  unw_context_t ctx;
+  unw_cursor_t cur;
+  uint32_t n = 0;
+  if (u_getcontext(&ctx) != 0 || u_init_local(&cur, &ctx) != 0)
+    return 0;
+  while (n < max && u_step(&cur) > 0) {
+    unw_word_t ip;
+    if (u_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
+      break;
+    raw[n++] = (uintptr_t)ip;
+  }
+  return n;
+}
+
+CULPERT__NOINLINE uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max)
+{
+  /* Room for culpert's own frames on top of what the caller wants. */
+  uintptr_t raw[CULPERT__MAX_DEPTH + 16];
+  uint32_t want = max + 16 > CULPERT__MAX_DEPTH + 16 ? CULPERT__MAX_DEPTH + 16 : max + 16;
+  uint32_t n = mode == CULPERT__STACK_LIBUNWIND ? capture_unwind(raw, want) : capture_fp(raw, want);
+  uint32_t first = 0;
+  while (first < n && skipped(raw[first]))
+    first++;
+  uint32_t out = 0;
+  for (uint32_t i = first; i < n && out < max; i++)
+    ips[out++] = raw[i];
+  /* The leaf: point inside the call instruction rather than after it. */
+  if (out > 0)
+    ips[0] -= 1;
+  return out;
+}

@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * internal.h: what the collector's modules promise each other.
+ *
+ * Everything declared here runs inside someone else's malloc. Unless a
+ * comment says otherwise a function here never calls malloc, never takes a
+ * lock and never touches stdio. Functions marked "slow path" may take the
+ * collector's locks and may only run with the thread's re-entry guard set
+ * (struct culpert__thread.guard), so that any allocation they cause is
+ * passed straight through.
+ *
+ * src/README.md explains the design; this header states the contracts.
+ */
+#ifndef CULPERT_INTERNAL_H
+#define CULPERT_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "culpert.h"
+
+#if defined(__GNUC__)
+#define CULPERT__LIKELY(x) __builtin_expect(!!(x), 1)
+#define CULPERT__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define CULPERT__NOINLINE __attribute__((noinline))
+#define CULPERT__TLS_MODEL __attribute__((tls_model("initial-exec")))
+#define CULPERT__EXPORT __attribute__((visibility("default")))
+#else
+#define CULPERT__EXPORT
+#define CULPERT__LIKELY(x) (x)
+#define CULPERT__UNLIKELY(x) (x)
+#define CULPERT__NOINLINE
+#define CULPERT__TLS_MODEL
+#endif
+
+/* ---------------------------------------------------------------- config */
+
+#define CULPERT__DEFAULT_RATE 524288u
+#define CULPERT__DEFAULT_DEPTH 64u
+#define CULPERT__MAX_DEPTH 256u
+#define CULPERT__MAX_META 32u
+#define CULPERT__PATH_MAX 4096u
+
+enum culpert__stack_mode { CULPERT__STACK_LIBUNWIND = 0, CULPERT__STACK_FP = 1 };
+
+/* The environment, parsed once at start-up into fixed storage. */
+struct culpert__config {
+  uint64_t rate;         /* CULPERT_SAMPLE_RATE, bytes; 0 = every allocation */
+  uint64_t seed;         /* CULPERT_SEED */
+  int has_seed;          /* CULPERT_SEED was given and valid */
+  int stack_mode;        /* enum culpert__stack_mode (CULPERT_STACK) */
+  uint32_t stack_depth;  /* CULPERT_STACK_DEPTH, 1..CULPERT__MAX_DEPTH */
+  int quiet;             /* CULPERT_QUIET=1 */
+  const char *output;    /* CULPERT_OUTPUT template, NULL when unset */
+  /* CULPERT_METADATA, validated, as "key=value" strings in meta_buf. */
+  const char *meta[CULPERT__MAX_META];
+  uint32_t nmeta;
+  char meta_buf[2048];
+};
+
+/* Look-up function for environment variables (getenv, or a table in tests). */
+typedef const char *(*culpert__getenv_fn)(const char *name);
+
+/*
+ * culpert__config_parse_size: parse a byte count such as "524288", "4K",
+ * "4k", "512KiB", "1M", "1MB" or "2G" (base 1024, optional trailing "B" or
+ * "iB", no spaces). Returns 0 and sets *out, or -1 on malformed input or
+ * overflow.
+ */
+int culpert__config_parse_size(const char *s, uint64_t *out);
+
+/*
+ * culpert__config_load: fill `c` from the environment seen through `get`.
+ * Bad values fall back to the default with one warning line written to
+ * `warn_fd` (-1: no warnings). Never allocates.
+ */
+void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int warn_fd);
+
+/*
+ * culpert__config_output_path: expand an output template into buf: "%p" is
+ * the pid, "%e" the executable's basename, "%%" a percent sign; NULL means
+ * the default "culpert.%e.%p.pb.gz". When `is_child` is set and the
+ * template has no "%p", ".<pid>" is appended so that no two processes write
+ * the same file. Returns 0, or -ENAMETOOLONG when buf is too small.
+ */
+int culpert__config_output_path(const char *tmpl, long pid, const char *exe, int is_child,
+                                char *buf, size_t n);
+
+/* The configuration in force in this process (set by culpert__init). */
+extern struct culpert__config culpert__cfg;
+
+/* ---------------------------------------------------------- thread state */
+
+/*
+ * Per-thread state: initial-exec TLS, fixed size, owns no heap memory.
+ * `countdown` comes first: the allocation hot path is one subtract from it
+ * and a branch. It starts at 0, so a thread's first allocation takes the
+ * slow path, which sets the thread up.
+ */
+struct culpert__thread {
+  int64_t countdown;      /* bytes left before the next sample */
+  uint32_t guard;         /* >0: inside culpert, pass every call through */
+  uint32_t ready;         /* the PRNG stream is seeded */
+  uint64_t rng;           /* this thread's PRNG state (splitmix64) */
+  uintptr_t stack_lo;     /* this thread's stack, for frame-pointer walks */
+  uintptr_t stack_hi;     /* 0 = not yet known, 1 = unknown (no walk) */
+  uint64_t span_seq_next; /* span id sequence numbers reserved by this thread */
+  uint64_t span_seq_end;
+  uint32_t span_depth;    /* spans open, including those beyond the stack */
+  uint32_t span_pad;
+  uint64_t spans[CULPERT_SPAN_MAX_DEPTH]; /* ids of the open spans */
+};
+
+extern __thread struct culpert__thread culpert__tls CULPERT__TLS_MODEL;
+
+/* ------------------------------------------------------------- sampler */
+
+/* Sampling state shared by all threads; written only at start-up and on stop. */
+extern uint64_t culpert__rate;      /* mean interval in bytes, 0 = exact */
+extern atomic_int culpert__running; /* 1 while sampling */
+
+/*
+ * culpert__sampler_setup: set the mean interval and the seed of every
+ * thread's PRNG stream. Threads that already drew an interval keep it.
+ */
+void culpert__sampler_setup(uint64_t rate, uint64_t seed);
+
+/*
+ * culpert__sampler_thread_init: give the calling thread its own PRNG stream,
+ * derived from the seed and the order in which threads first reached the
+ * slow path (so CULPERT_SEED makes runs reproducible).
+ */
+void culpert__sampler_thread_init(struct culpert__thread *t);
+
+/*
+ * culpert__sampler_next: draw the next interval in bytes for thread `t`:
+ * floor of an exponential variate of mean culpert__rate (0 when the rate is
+ * 0). With a countdown of floor(E) an allocation of s bytes is sampled
+ * exactly when floor(E) < s, i.e. with probability 1 - exp(-s/R).
+ */
+int64_t culpert__sampler_next(struct culpert__thread *t);
+
+/*
+ * culpert__sampler_weight: 1/p(s) with p(s) = 1 - exp(-s/R); 1 when R = 0.
+ */
+double culpert__sampler_weight(uint64_t size, uint64_t rate);
+
+/*
+ * culpert__sampler_stop: stop sampling for good (exit, or an internal
+ * failure). Threads notice it on their next slow path and then pass every
+ * call through. `why` non-NULL: say so once on stderr.
+ */
+void culpert__sampler_stop(const char *why);
+
+/* culpert__sampler_failed: 1 when an internal failure stopped sampling. */
+int culpert__sampler_failed(void);
+
+/* ---------------------------------------------------------------- spans */
+
+/* Span path table capacity; node indexes fit in CULPERT__SPAN_NODE_BITS. */
+#define CULPERT__SPAN_NODE_BITS 16
+#define CULPERT__SPAN_NODES (1u << CULPERT__SPAN_NODE_BITS)
+#define CULPERT__SPAN_NAME_MAX 255u
+
+/* culpert__span_current_node: path node of the innermost recorded span on
+ * this thread, 0 outside every span. */
+uint32_t culpert__span_current_node(void);
+
+/* culpert__span_node_of: path node encoded in a span id (0: none/unknown). */
+uint32_t culpert__span_node_of(uint64_t id);
+
+/*
+ * culpert__span_lookup: the path node for `name` under `parent`, created on
+ * first sight. Lock-free; never allocates. Returns 0 only when the table or
+ * the name arena is full (the caller then attributes to the parent).
+ */
+uint32_t culpert__span_lookup(uint32_t parent, const char *name);
+
+/* Read access for snapshots: node count (including unused slot 0), and the
+ * name and parent of a node (name NULL for an empty slot). */
+uint32_t culpert__span_capacity(void);
+const char *culpert__span_name(uint32_t node, uint32_t *parent);
+
+/* Counters written into the profile. */
+uint64_t culpert__span_overflows(void);
+uint64_t culpert__span_underflows(void);
+uint64_t culpert__span_table_full(void);
+
+/* culpert__span_reset_counters: the fork child starts its own counts. */
+void culpert__span_reset_counters(void);
+
+/* ------------------------------------------------------------ livetable */
+
+/*
+ * The free() filter: 2^20 bits indexed by a multiplicative hash of the
+ * pointer; a bit is set while some live sampled (or bootstrap) pointer
+ * hashes to it. free() tests one bit; only a set bit leads to the slow path.
+ */
+#define CULPERT__FILTER_BITS 20
+extern _Atomic uint64_t culpert__filter[(1u << CULPERT__FILTER_BITS) / 64];
+
+static inline uint32_t culpert__filter_slot(const void *p)
+{
+  return (uint32_t)(((uintptr_t)p * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - CULPERT__FILTER_BITS));
+}
+
+/* culpert__filter_test: one load and a test; may say yes for pointers that
+ * merely share a slot with a sampled one. */
+static inline int culpert__filter_test(const void *p)
+{
+  uint32_t s = culpert__filter_slot(p);
+  return (int)((atomic_load_explicit(&culpert__filter[s >> 6], memory_order_relaxed) >> (s & 63)) & 1u);
+}
+
+/* culpert__filter_add / _del: count a pointer into / out of its slot
+ * (slow path; the caller serialises through the live table's lock or, for
+ * the bootstrap arena, through the arena's own bump). */
+void culpert__filter_add(const void *p);
+
+/* A live sampled allocation. */
+struct culpert__live {
+  uint32_t bucket; /* index of its record bucket */
+  uint64_t size;   /* bytes requested */
+  double weight;   /* 1/p(size) when it was sampled */
+};
+
+/*
+ * culpert__live_insert: remember sampled pointer p (slow path; takes the live
+ * table's lock). Returns 0, or -ENOMEM when the table cannot grow (the
+ * sample then counts as allocated but never as in use).
+ */
+int culpert__live_insert(const void *p, const struct culpert__live *v);
+
+/*
+ * culpert__live_remove: forget p if it is a live sampled pointer. Returns 1
+ * and fills *v when it was, 0 otherwise (slow path; takes the lock).
+ */
+int culpert__live_remove(const void *p, struct culpert__live *v);
+
+/* culpert__live_count: number of live sampled pointers. */
+size_t culpert__live_count(void);
+
+/* culpert__live_reset: forget every pointer (fork child); lock not held. */
+void culpert__live_reset(void);
+
+/* Fork support: take / release the live table's lock. */
+void culpert__live_lock(void);
+void culpert__live_unlock(void);
+void culpert__live_reinit_lock(void);
+
+/* ---------------------------------------------------------------- stack */
+
+/*
+ * culpert__stack_init: choose how stacks are captured. For libunwind this
+ * dlopens libunwind.so.8 RTLD_LOCAL (so it never interposes the host's
+ * unwinder) and falls back to frame pointers when that fails. Also finds
+ * culpert's own text so its frames can be skipped. Call once, before
+ * sampling starts, outside any lock, with the guard set.
+ */
+void culpert__stack_init(int mode);
+
+/* culpert__stack_mode_name: "libunwind" or "fp", what is in force. */
+const char *culpert__stack_mode_name(void);
+
+/*
+ * culpert__stack_capture: the calling thread's stack, leaf first, without
+ * culpert's own frames: ips[0] is an address inside the call instruction
+ * that reached the allocator, the rest are return addresses. Returns the
+ * number of entries written (at most max). Never faults on a corrupt or
+ * missing frame-pointer chain.
+ */
+uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max);
+
+/* culpert__stack_walk_fp: frame-pointer walk starting at frame `fp` within
+ * [lo, hi); exposed for tests. Stops at the first frame pointer that is out
+ * of bounds, misaligned or not strictly above the previous one. */
+uint32_t culpert__stack_walk_fp(uintptr_t fp, uintptr_t lo, uintptr_t hi, uintptr_t *ips,
+                                uint32_t max);
+
+/* ---------------------------------------------------------------- record */
+
+/* One aggregated bucket (a distinct stack and span node). */
+struct culpert__bucket {
+  uint64_t hash;
+  uint32_t span;
+  uint32_t depth;
+  uint64_t ip_off; /* first of `depth` entries in the ip pool */
+  double alloc_objects;
+  double alloc_bytes;
+  double inuse_objects;
+  double inuse_bytes;
+  uint64_t samples;
+};
+
+/*
+ * culpert__record_sample: add one sampled allocation of `size` bytes with
+ * weight w to the bucket of (ips, span). Returns the bucket index, or -1
+ * when the sample was dropped (table full, out of memory; counted).
+ * Slow path; takes the record lock.
+ */
+int64_t culpert__record_sample(const uintptr_t *ips, uint32_t depth, uint32_t span,
+                               uint64_t size, double w);
+
+/* culpert__record_release: a live sampled allocation was freed. */
+void culpert__record_release(uint32_t bucket, uint64_t size, double w);
+
+/*
+ * culpert__record_copy: a consistent copy of every bucket for a snapshot,
+ * in memory from the real malloc (guard set): *buckets and *ips, freed by
+ * the caller with free(). Returns the number of buckets or -ENOMEM.
+ */
+long culpert__record_copy(struct culpert__bucket **buckets, uintptr_t **ips, size_t *nips);
+
+uint64_t culpert__record_dropped(void);
+void culpert__record_count_dropped(void);
+
+/* culpert__record_reset: forget everything (fork child); lock not held. */
+void culpert__record_reset(void);
+
+void culpert__record_lock(void);
+void culpert__record_unlock(void);
+void culpert__record_reinit_lock(void);
+
+/* ---------------------------------------------------------------- output */
+
+/*
+ * culpert__init: parse the environment, set up stacks and output, register
+ * the fork handlers and start sampling. Idempotent; called from the
+ * constructor (and the first slow path if that comes earlier).
+ */
+void culpert__init(void);
+
+/* culpert__initialized: culpert__init has completed. */
+extern atomic_int culpert__ready;
+
+/*
+ * culpert__output_profile: encode a snapshot (guard must be set). Returns 0
+ * with a malloc'd buffer in *out, or a negative errno. *nsamples gets the
+ * number of raw samples it holds.
+ */
+int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples);
+
+/* culpert__output_at_exit: stop sampling, then write the exit profile
+ * (destructor of libculpert.so). Other threads keep pass-through service. */
+void culpert__output_at_exit(void);
+
+/* culpert__output_write_file: encode and write atomically (temp + rename),
+ * then say so on stderr unless quiet. Guard must be set. */
+int culpert__output_write_file(const char *path);
+
+/* culpert__say: write one "culpert: ..." line to stderr (no stdio). */
+void culpert__say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif /* CULPERT_INTERNAL_H */
