@@ -1,10 +1,229 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Placeholder until this module lands. */
+/*
+ * cmd_info.c: `culpert info FILE`, what a profile file holds.
+ *
+ * The five lines of cli.md first (file, rate, samples, bytes, unique spans),
+ * then whatever else the file knows, one "Label:" line each and only when
+ * the file has it: in-use bytes, producer, stack mode, dropped samples, span
+ * overflow, duration, capture time, pid and executable. culpert.* comments
+ * are properties; every other key=value comment is listed under Metadata.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "cli.h"
+#include "format.h"
+#include "profile.h"
+
+#define LABEL_COLS 17 /* "Dropped samples: " */
+
+static void help(FILE *f)
+{
+  fprintf(f,
+          "usage: culpert info [options] FILE\n"
+          "\n"
+          "What a profile file holds: sample rate, totals, spans, how it was\n"
+          "captured (producer, stack mode, dropped samples, duration, process) and\n"
+          "its metadata (key=value comments other than culpert.*). FILE is a pprof\n"
+          "profile, gzipped or plain, from culpert, the Rust culpert or Go; '-'\n"
+          "reads stdin. Files that decompress to more than %u MiB are refused\n"
+          "(CULPERT_PROFILE_MAX_BYTES).\n"
+          "\n"
+          "Options:\n"
+          "  -h, --help         show this help\n"
+          "\n"
+          "Exit status: 0 success, 2 error (unreadable or invalid profile, bad option).\n",
+          CULPERT_PROFILE_MAX_BYTES >> 20);
+}
+
+static void line(const char *label, const char *value)
+{
+  char l[64];
+  snprintf(l, sizeof l, "%s:", label);
+  printf("%-*s%s\n", LABEL_COLS, l, value);
+}
+
+static int str_cmp(const void *x, const void *y)
+{
+  return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* Number of distinct span names; -1 on ENOMEM. */
+static long unique_spans(const struct culpert__profile *p)
+{
+  const char **names = malloc((p->nsamples ? p->nsamples : 1) * sizeof *names);
+  size_t n = 0;
+  long unique = 0;
+  if (!names)
+    return -1;
+  for (size_t i = 0; i < p->nsamples; i++)
+    if (p->samples[i].span_name)
+      names[n++] = p->samples[i].span_name;
+  qsort(names, n, sizeof *names, str_cmp);
+  for (size_t i = 0; i < n; i++)
+    if (i == 0 || strcmp(names[i - 1], names[i]) != 0)
+      unique++;
+  free(names);
+  return unique;
+}
+
+static bool known_prop(const char *key)
+{
+  static const char *const known[] = {"culpert.version", "culpert.rate",
+                                      "culpert.stack", "culpert.dropped_samples",
+                                      "culpert.span_overflow", "culpert.pid",
+                                      "culpert.exe"};
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (strcmp(key, known[i]) == 0)
+      return true;
+  return false;
+}
+
+/* A key/value section ("Metadata:"), keys padded to the widest key. */
+static void kv_section(const char *title, const struct culpert__kv *kv, size_t n,
+                       bool (*skip)(const char *))
+{
+  size_t width = 0, shown = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (skip && skip(kv[i].key))
+      continue;
+    size_t w = culpert__display_width(kv[i].key);
+    if (w > width)
+      width = w;
+    shown++;
+  }
+  if (shown == 0 && skip)
+    return;
+  printf("\n%s:\n", title);
+  if (shown == 0) {
+    printf("  (none)\n");
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (skip && skip(kv[i].key))
+      continue;
+    fputs("  ", stdout);
+    culpert__put_padded(stdout, kv[i].key, width + 2, 0);
+    printf("%s\n", kv[i].value);
+  }
+}
+
+static void show(const struct culpert__profile *p, long spans)
+{
+  char b[CULPERT_FMT_MAX], v[256];
+  const char *s;
+
+  line("File", p->path);
+  line("Sample rate", culpert__fmt_rate(b, p->rate));
+  if (p->has_samples) {
+    snprintf(v, sizeof v, "%" PRId64, p->total_samples);
+    line("Total samples", v);
+  } else {
+    line("Total samples", "not recorded by this producer");
+  }
+  line("Total bytes", culpert__fmt_bytes(b, p->total_bytes));
+  snprintf(v, sizeof v, "%ld", spans);
+  line("Unique spans", v);
+  if (p->has_objects) {
+    snprintf(v, sizeof v, "%" PRId64, p->total_objects);
+    line("Total objects", v);
+  }
+  if (p->has_inuse) {
+    line("In-use bytes", culpert__fmt_bytes(b, p->total_inuse_bytes));
+    snprintf(v, sizeof v, "%" PRId64, p->total_inuse_objects);
+    line("In-use objects", v);
+  }
+  switch (p->producer) {
+  case CULPERT_PRODUCER_CULPERT:
+    s = culpert__profile_prop(p, "culpert.version");
+    snprintf(v, sizeof v, "culpert%s%.200s", s ? " " : "", s ? s : "");
+    line("Producer", v);
+    break;
+  case CULPERT_PRODUCER_RUST:
+    line("Producer", "Rust culpert (allocations/space)");
+    break;
+  case CULPERT_PRODUCER_GO:
+    line("Producer", "Go heap profile (alloc/inuse space and objects)");
+    break;
+  }
+  if ((s = culpert__profile_prop(p, "culpert.stack")))
+    line("Stack mode", s);
+  if ((s = culpert__profile_prop(p, "culpert.dropped_samples")))
+    line("Dropped samples", s);
+  if ((s = culpert__profile_prop(p, "culpert.span_overflow")))
+    line("Span overflow", s);
+  if (p->duration_nanos > 0) {
+    snprintf(v, sizeof v, "%.2f s", (double)p->duration_nanos / 1e9);
+    line("Duration", v);
+  }
+  if (p->time_nanos > 0) {
+    time_t t = (time_t)(p->time_nanos / 1000000000);
+    struct tm tm;
+    if (gmtime_r(&t, &tm) && strftime(v, sizeof v, "%Y-%m-%d %H:%M:%S UTC", &tm))
+      line("Captured", v);
+  }
+  if ((s = culpert__profile_prop(p, "culpert.pid")))
+    line("Process id", s);
+  if ((s = culpert__profile_prop(p, "culpert.exe")))
+    line("Executable", s);
+  snprintf(v, sizeof v, "%zu records, %zu frames", p->nsamples, p->nframes);
+  line("Stacks", v);
+
+  kv_section("Properties", p->props, p->nprops, known_prop);
+  kv_section("Metadata", p->metadata, p->nmetadata, NULL);
+  if (p->nnotes) {
+    printf("\nComments:\n");
+    for (size_t i = 0; i < p->nnotes; i++)
+      printf("  %s\n", p->notes[i]);
+  }
+}
+
 int culpert__cmd_info(int argc, char **argv)
 {
-  (void)argc;
-  (void)argv;
-  culpert__error("'info' is not built yet");
-  return CULPERT_EXIT_ERROR;
+  static const struct option longopts[] = {
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  struct culpert__profile *p = NULL;
+  char err[512];
+  int status = CULPERT_EXIT_ERROR;
+  int c;
+
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    if (c == 'h') {
+      help(stdout);
+      return CULPERT_EXIT_OK;
+    }
+    culpert__error("unknown option '%s' (see 'culpert info --help')", argv[optind - 1]);
+    return CULPERT_EXIT_ERROR;
+  }
+  if (optind >= argc) {
+    culpert__error("info needs a profile FILE (see 'culpert info --help')");
+    return CULPERT_EXIT_ERROR;
+  }
+  if (optind + 1 < argc) {
+    culpert__error("info takes one FILE, got '%s' too", argv[optind + 1]);
+    return CULPERT_EXIT_ERROR;
+  }
+  if (culpert__profile_load(argv[optind], &p, err, sizeof err)) {
+    culpert__error("%s", err);
+    goto out;
+  }
+  long spans = unique_spans(p);
+  if (spans < 0) {
+    culpert__error("%s: out of memory", argv[optind]);
+    goto out;
+  }
+  show(p, spans);
+  status = CULPERT_EXIT_OK;
+out:
+  culpert__profile_free(p);
+  return status;
 }
