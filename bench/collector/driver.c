@@ -431,16 +431,47 @@ static int run_rounds(struct bench *b)
   return 0;
 }
 
-/* Instructions callgrind counts for the whole of one run of "pairs" with
- * OPS pairs under config K (EXTRA: one more environment entry). Returns a
- * negative value on failure. */
-static double callgrind_ir(struct bench *b, int k, const char *extra, uint64_t ops)
+/* What callgrind counts for a whole run: instructions and data writes. */
+struct counts {
+  double ir, dw;
+};
+
+/* Index of EVENT in callgrind's "events:" line, or -1. */
+static int event_index(const char *events, const char *event)
 {
-  char outfile[160], outarg[192], nops[32], line[512];
-  char *argv[] = {"valgrind", "--tool=callgrind", outarg, (char *)b->opt.workload, "pairs", "1",
-                  nops, NULL};
+  char buf[512];
+  int i = 0;
+  snprintf(buf, sizeof buf, "%s", events);
+  for (char *save, *t = strtok_r(buf, " \t\n", &save); t != NULL;
+       t = strtok_r(NULL, " \t\n", &save), i++)
+    if (strcmp(t, event) == 0)
+      return i;
+  return -1;
+}
+
+/* Field I (0-based) of a whitespace-separated list of numbers. */
+static double field(const char *s, int i)
+{
+  char *end;
+  double v = -1;
+  for (int k = 0; k <= i; k++) {
+    v = strtod(s, &end);
+    if (end == s)
+      return -1;
+    s = end;
+  }
+  return v;
+}
+
+/* Callgrind's totals for one run of "pairs" with OPS pairs under config K
+ * (EXTRA: one more environment entry). Negative values on failure. */
+static struct counts callgrind_run(struct bench *b, int k, const char *extra, uint64_t ops)
+{
+  char outfile[160], outarg[192], nops[32], line[512], events[512] = "";
+  char *argv[] = {"valgrind", "--tool=callgrind", "--cache-sim=yes", outarg,
+                  (char *)b->opt.workload, "pairs", "1", nops, NULL};
   struct sample s;
-  double ir = -1;
+  struct counts c = {-1, -1};
   snprintf(outfile, sizeof outfile, "%s/callgrind.out", b->tmp);
   snprintf(outarg, sizeof outarg, "--callgrind-out-file=%s", outfile);
   snprintf(nops, sizeof nops, "%llu", (unsigned long long)ops);
@@ -450,27 +481,41 @@ static double callgrind_ir(struct bench *b, int k, const char *extra, uint64_t o
   if (f == NULL)
     goto out;
   while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "events:", 7) == 0)
+      snprintf(events, sizeof events, "%s", line + 7);
     if (strncmp(line, "summary:", 8) == 0 || strncmp(line, "totals:", 7) == 0) {
-      ir = strtod(strchr(line, ':') + 1, NULL);
+      const char *v = strchr(line, ':') + 1;
+      int ir = event_index(events, "Ir"), dw = event_index(events, "Dw");
+      c.ir = ir < 0 ? -1 : field(v, ir);
+      c.dw = dw < 0 ? -1 : field(v, dw);
       break;
     }
   }
   fclose(f);
 out:
   clean_tmp(b->tmp);
-  return ir;
+  return c;
 }
 
-/* Instructions per malloc(32)+free pair under config K: the slope between
- * two run lengths, so start-up and exit cancel out. */
-static double callgrind_per_pair(struct bench *b, int k, const char *extra, uint64_t n1,
-                                 uint64_t n2)
+/* Counts per malloc(32)+free pair under config K: the slope between two
+ * run lengths, so start-up and exit cancel out. */
+static struct counts callgrind_per_pair(struct bench *b, int k, const char *extra, uint64_t n1,
+                                        uint64_t n2)
 {
-  double a = callgrind_ir(b, k, extra, n1);
-  double z = callgrind_ir(b, k, extra, n2);
-  if (a < 0 || z < 0)
-    return NAN;
-  return (z - a) / (double)(n2 - n1);
+  struct counts a = callgrind_run(b, k, extra, n1);
+  struct counts z = callgrind_run(b, k, extra, n2);
+  struct counts r = {NAN, NAN};
+  if (a.ir >= 0 && z.ir >= 0)
+    r.ir = (z.ir - a.ir) / (double)(n2 - n1);
+  if (a.dw >= 0 && z.dw >= 0)
+    r.dw = (z.dw - a.dw) / (double)(n2 - n1);
+  return r;
+}
+
+/* Rounds a difference of slopes so "-0.0" never prints. */
+static double tidy(double d)
+{
+  return fabs(d) < 0.05 ? 0.0 : d;
 }
 
 static void run_callgrind(struct bench *b)
@@ -481,24 +526,24 @@ static void run_callgrind(struct bench *b)
   const char *unsampled = "CULPERT_SAMPLE_RATE=1T";
   fprintf(stderr, "culpert_bench: callgrind\n");
 
-  fprintf(o, "### Unsampled path: instructions per malloc(32)+free pair (callgrind)\n\n"
+  fprintf(o, "### Unsampled path: per malloc(32)+free pair (callgrind)\n\n"
              "Slope between %llu and %llu pairs, so start-up and exit cancel out; culpert "
-             "runs at CULPERT_SAMPLE_RATE=1T so nothing is sampled.\n\n",
+             "runs at CULPERT_SAMPLE_RATE=1T so nothing is sampled. Dw: data writes.\n\n",
              (unsigned long long)n1, (unsigned long long)n2);
-  fprintf(o, "| allocator | without culpert | with culpert | extra per pair |\n"
-             "|---|---|---|---|\n");
+  fprintf(o, "| allocator | instructions without | with culpert | extra | Dw without | "
+             "Dw with | extra Dw |\n|---|---|---|---|---|---|---|\n");
   int pairs[2][2] = {{CFG_GLIBC, CFG_CULPERT_512K_UNWIND}, {CFG_JEMALLOC, CFG_JE_CULPERT_512K}};
   double glibc_pair = NAN;
   for (int i = 0; i < 2; i++) {
-    if (!b->have[pairs[i][0]]) {
+    if (!b->have[pairs[i][0]])
       continue;
-    }
-    double x = callgrind_per_pair(b, pairs[i][0], NULL, n1, n2);
-    double y = callgrind_per_pair(b, pairs[i][1], unsampled, n1, n2);
+    struct counts x = callgrind_per_pair(b, pairs[i][0], NULL, n1, n2);
+    struct counts y = callgrind_per_pair(b, pairs[i][1], unsampled, n1, n2);
     if (i == 0)
-      glibc_pair = x;
-    double d = fabs(y - x) < 0.05 ? 0.0 : y - x;
-    fprintf(o, "| %s | %.1f | %.1f | %+.1f |\n", configs[pairs[i][0]].name, x, y, d);
+      glibc_pair = x.ir;
+    fprintf(o, "| %s | %.1f | %.1f | %+.1f | %.1f | %.1f | %+.1f |\n",
+            configs[pairs[i][0]].name, x.ir, y.ir, tidy(y.ir - x.ir), x.dw, y.dw,
+            tidy(y.dw - x.dw));
   }
 
   fprintf(o, "\n### One sampled allocation (CULPERT_SAMPLE_RATE=0: every allocation)\n\n"
@@ -508,8 +553,8 @@ static void run_callgrind(struct bench *b)
   fprintf(o, "| stack | instructions per sampled malloc+free |\n|---|---|\n");
   int stacks[2] = {CFG_CULPERT_512K_UNWIND, CFG_CULPERT_512K_FP};
   for (int i = 0; i < 2; i++) {
-    double y = callgrind_per_pair(b, stacks[i], "CULPERT_SAMPLE_RATE=0", s1, s2);
-    fprintf(o, "| %s | %.0f |\n", i == 0 ? "libunwind" : "fp", y - glibc_pair);
+    struct counts y = callgrind_per_pair(b, stacks[i], "CULPERT_SAMPLE_RATE=0", s1, s2);
+    fprintf(o, "| %s | %.0f |\n", i == 0 ? "libunwind" : "fp", y.ir - glibc_pair);
   }
   fprintf(o, "\n");
 }
