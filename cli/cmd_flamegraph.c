@@ -1,10 +1,824 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Placeholder until this module lands. */
+/*
+ * cmd_flamegraph.c: `culpert flamegraph FILE`, folded stacks or an
+ * interactive SVG (cli.md, "flamegraph").
+ *
+ * Every sample becomes one path: its span ancestry (root span first, resolved
+ * through span_parent_id) and then its code frames, root first. The paths
+ * merge into one tree (flame.h) that both output formats are drawn from.
+ * Span labels come from untrusted files: a parent chain that loops or nests
+ * a span in itself is cut, never followed forever. The output file is
+ * written under a temporary name and renamed, so a failure never leaves a
+ * half-written file behind.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "cli.h"
+#include "flame.h"
+#include "format.h"
+#include "profile.h"
+
+/* Deepest span ancestry followed per sample; deeper chains are cut there. */
+#define SPAN_DEPTH_MAX 256
+/* The pseudo-root of samples outside every span (as `report` names it). */
+#define NO_SPAN_NAME "(no span)"
+/* The single frame of a sample that has neither spans nor code frames. */
+#define NO_STACK_NAME "(no stack)"
+/* The name shown for a frame whose name is the empty string. */
+#define EMPTY_NAME "(unnamed)"
+
+enum weight_kind { WEIGHT_BYTES, WEIGHT_SAMPLES, WEIGHT_OBJECTS };
+
+struct options {
+  const char *path;
+  const char *output; /* NULL or "-": standard output */
+  const char *span;   /* --span filter, NULL for every sample */
+  const char *title;
+  enum weight_kind weight;
+  bool svg;
+  bool inuse;
+  bool annotate;
+};
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+          "usage: culpert flamegraph [options] FILE\n"
+          "\n"
+          "Folded stacks (one 'root;...;leaf weight' line per distinct stack, sorted\n"
+          "in byte order) or a self-contained interactive SVG flame graph of the\n"
+          "profile FILE ('-' reads standard input).\n"
+          "\n"
+          "  --format folded|svg     output format (default folded)\n"
+          "  --weight bytes|samples|objects\n"
+          "                          what a frame's width measures (default bytes:\n"
+          "                          unbiased byte estimates; samples: raw samples;\n"
+          "                          objects: estimated allocation count)\n"
+          "  --inuse                 in-use (live at snapshot) bytes or objects\n"
+          "                          instead of allocated ones\n"
+          "  --span NAME             only samples taken inside span NAME: its\n"
+          "                          innermost span is NAME or has NAME as an\n"
+          "                          ancestor; '(no span)' selects samples outside\n"
+          "                          every span\n"
+          "  --annotate-spans[=true|false]\n"
+          "                          prepend each sample's span ancestry, root span\n"
+          "                          first, to its code stack (default true); samples\n"
+          "                          outside every span start with '(no span)' when\n"
+          "                          the file has span labels at all\n"
+          "  --title TEXT            SVG title (default 'Allocation flame graph')\n"
+          "  -o, --output FILE       write to FILE instead of standard output\n"
+          "  --help                  show this help\n"
+          "\n"
+          "Folded names: ';' becomes ':' and control characters become '?'.\n"
+          "SVG: frames narrower than 0.1%% of the total are merged into one grey\n"
+          "frame per parent; hover shows name, weight and share, click zooms.\n"
+          "Profiles larger than %u MiB decompressed are refused.\n"
+          "Exit status: 0 success, 2 error.\n",
+          CULPERT_PROFILE_MAX_BYTES / (1024u * 1024u));
+}
+
+/* Parse a boolean option value; returns 0 or -EINVAL. */
+static int parse_bool(const char *v, bool *out)
+{
+  if (strcmp(v, "true") == 0) {
+    *out = true;
+    return 0;
+  }
+  if (strcmp(v, "false") == 0) {
+    *out = false;
+    return 0;
+  }
+  return -EINVAL;
+}
+
+/*
+ * Take the value of option `name` at argv[*i]: either "--name=value" or the
+ * next argument. Returns the value, or NULL after printing an error.
+ */
+static const char *option_value(int argc, char **argv, int *i, const char *name)
+{
+  const char *arg = argv[*i];
+  size_t n = strlen(name);
+  if (strncmp(arg, name, n) == 0 && arg[n] == '=')
+    return arg + n + 1;
+  if (*i + 1 >= argc) {
+    culpert__error("%s needs a value (try 'culpert flamegraph --help')", name);
+    return NULL;
+  }
+  return argv[++*i];
+}
+
+/* True when argv's `arg` is option `name`, alone or as "name=value". */
+static bool is_option(const char *arg, const char *name)
+{
+  size_t n = strlen(name);
+  return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+/* Returns 0 to run, 1 when --help was shown, -EINVAL after an error. */
+static int parse_args(int argc, char **argv, struct options *o)
+{
+  bool only_files = false;
+  const char *v;
+
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (only_files || a[0] != '-' || strcmp(a, "-") == 0) {
+      if (o->path) {
+        culpert__error("unexpected argument '%s': flamegraph takes one FILE", a);
+        return -EINVAL;
+      }
+      o->path = a;
+    } else if (strcmp(a, "--") == 0) {
+      only_files = true;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return 1;
+    } else if (is_option(a, "--format")) {
+      if (!(v = option_value(argc, argv, &i, "--format")))
+        return -EINVAL;
+      if (strcmp(v, "folded") == 0) {
+        o->svg = false;
+      } else if (strcmp(v, "svg") == 0) {
+        o->svg = true;
+      } else {
+        culpert__error("--format must be folded or svg, not '%s'", v);
+        return -EINVAL;
+      }
+    } else if (is_option(a, "--weight")) {
+      if (!(v = option_value(argc, argv, &i, "--weight")))
+        return -EINVAL;
+      if (strcmp(v, "bytes") == 0) {
+        o->weight = WEIGHT_BYTES;
+      } else if (strcmp(v, "samples") == 0) {
+        o->weight = WEIGHT_SAMPLES;
+      } else if (strcmp(v, "objects") == 0) {
+        o->weight = WEIGHT_OBJECTS;
+      } else {
+        culpert__error("--weight must be bytes, samples or objects, not '%s'", v);
+        return -EINVAL;
+      }
+    } else if (is_option(a, "--span")) {
+      if (!(v = option_value(argc, argv, &i, "--span")))
+        return -EINVAL;
+      if (v[0] == '\0') {
+        culpert__error("--span needs a non-empty span name");
+        return -EINVAL;
+      }
+      o->span = v;
+    } else if (strcmp(a, "--inuse") == 0) {
+      o->inuse = true;
+    } else if (strcmp(a, "--annotate-spans") == 0) {
+      /* Bare flag means true; a following "true"/"false" is its value. */
+      o->annotate = true;
+      if (i + 1 < argc && parse_bool(argv[i + 1], &o->annotate) == 0)
+        i++;
+    } else if (strncmp(a, "--annotate-spans=", 17) == 0) {
+      if (parse_bool(a + 17, &o->annotate) != 0) {
+        culpert__error("--annotate-spans must be true or false, not '%s'", a + 17);
+        return -EINVAL;
+      }
+    } else if (is_option(a, "--title")) {
+      if (!(v = option_value(argc, argv, &i, "--title")))
+        return -EINVAL;
+      o->title = v;
+    } else if (strcmp(a, "-o") == 0 || is_option(a, "--output")) {
+      if (!(v = option_value(argc, argv, &i, a[1] == 'o' ? "-o" : "--output")))
+        return -EINVAL;
+      if (v[0] == '\0') {
+        culpert__error("%s needs a file name", a[1] == 'o' ? "-o" : "--output");
+        return -EINVAL;
+      }
+      o->output = v;
+    } else if (strncmp(a, "-o", 2) == 0) {
+      o->output = a + 2;
+    } else {
+      culpert__error("unknown option '%s' (try 'culpert flamegraph --help')", a);
+      return -EINVAL;
+    }
+  }
+  if (!o->path) {
+    culpert__error("flamegraph needs a profile FILE (try 'culpert flamegraph --help')");
+    return -EINVAL;
+  }
+  if (o->inuse && o->weight == WEIGHT_SAMPLES) {
+    culpert__error("--inuse cannot be combined with --weight samples: raw samples count "
+                   "allocations, not live memory (use --weight bytes or objects)");
+    return -EINVAL;
+  }
+  return 0;
+}
+
+/* ---- span ancestry ------------------------------------------------------ */
+
+struct span_entry {
+  int64_t id; /* 0: empty slot */
+  int64_t parent;
+  const char *name;
+  uint64_t mark; /* walk generation that last visited this entry */
+};
+
+struct span_table {
+  struct span_entry *slots;
+  size_t cap; /* power of two */
+  uint64_t generation;
+};
+
+static size_t span_slot(const struct span_table *t, int64_t id)
+{
+  uint64_t h = (uint64_t)id * 0x9E3779B97F4A7C15u;
+  size_t i = (size_t)(h >> 17) & (t->cap - 1);
+  while (t->slots[i].id != 0 && t->slots[i].id != id)
+    i = (i + 1) & (t->cap - 1);
+  return i;
+}
+
+static struct span_entry *span_find(const struct span_table *t, int64_t id)
+{
+  if (id == 0 || t->cap == 0)
+    return NULL;
+  struct span_entry *e = &t->slots[span_slot(t, id)];
+  return e->id == id ? e : NULL;
+}
+
+/*
+ * Index every (span_id -> name, parent) the samples carry. The first sample
+ * naming an id wins, so a file that contradicts itself still gives one
+ * deterministic answer. Returns 0 or -ENOMEM.
+ */
+static int span_table_build(struct span_table *t, const struct culpert__profile *p)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < p->nsamples; i++)
+    if (p->samples[i].span_name && p->samples[i].span_id != 0)
+      n++;
+  t->cap = 16;
+  while (t->cap < n * 2)
+    t->cap *= 2;
+  t->slots = calloc(t->cap, sizeof *t->slots);
+  if (!t->slots)
+    return -ENOMEM;
+  for (size_t i = 0; i < p->nsamples; i++) {
+    const struct culpert__sample *s = &p->samples[i];
+    if (!s->span_name || s->span_id == 0)
+      continue;
+    struct span_entry *e = &t->slots[span_slot(t, s->span_id)];
+    if (e->id == 0) {
+      e->id = s->span_id;
+      e->parent = s->span_parent_id;
+      e->name = s->span_name;
+    }
+  }
+  return 0;
+}
+
+/*
+ * The span names of sample `s`, root span first, into chain[]; returns how
+ * many (0 outside every span). Each ancestor is visited at most once per
+ * walk, so loops and self-nesting end the chain where they would repeat; an
+ * unknown parent id ends it too.
+ */
+static size_t span_chain(struct span_table *t, const struct culpert__sample *s,
+                         const char *chain[SPAN_DEPTH_MAX])
+{
+  if (!s->span_name)
+    return 0;
+  uint64_t gen = ++t->generation;
+  size_t n = 0;
+  chain[n++] = s->span_name;
+  struct span_entry *self = span_find(t, s->span_id);
+  if (self)
+    self->mark = gen;
+  int64_t cur = s->span_parent_id;
+  while (cur != 0 && n < SPAN_DEPTH_MAX) {
+    struct span_entry *e = span_find(t, cur);
+    if (!e || e->mark == gen)
+      break;
+    e->mark = gen;
+    chain[n++] = e->name;
+    cur = e->parent;
+  }
+  for (size_t i = 0; i < n / 2; i++) {
+    const char *tmp = chain[i];
+    chain[i] = chain[n - 1 - i];
+    chain[n - 1 - i] = tmp;
+  }
+  return n;
+}
+
+/* ---- the merged tree ---------------------------------------------------- */
+
+struct tree {
+  struct culpert__flame fg;
+  size_t cap;
+  uint32_t *index; /* open addressing over (parent, name, is_span) */
+  size_t index_cap;
+};
+
+static uint64_t name_hash(const char *s)
+{
+  uint64_t h = 0xcbf29ce484222325u;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    h = (h ^ *p) * 0x100000001b3u;
+  return h;
+}
+
+static uint64_t node_hash(uint32_t parent, uint64_t nh, bool is_span)
+{
+  uint64_t h = nh ^ ((uint64_t)parent * 0x9E3779B97F4A7C15u) ^ (is_span ? 0x5bd1e995u : 0);
+  return h ^ (h >> 29);
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
+static int tree_init(struct tree *t)
+{
+  t->cap = 1024;
+  t->fg.nodes = calloc(t->cap, sizeof *t->fg.nodes);
+  t->index_cap = 2048;
+  t->index = malloc(t->index_cap * sizeof *t->index);
+  if (!t->fg.nodes || !t->index)
+    return -ENOMEM;
+  memset(t->index, 0xff, t->index_cap * sizeof *t->index);
+  t->fg.nodes[0].name = "all";
+  t->fg.nnodes = 1;
+  return 0;
+}
+
+static void tree_free(struct tree *t)
+{
+  free(t->fg.nodes);
+  free(t->index);
+}
+
+/* Double the index and re-insert every node but the root. */
+static int tree_grow_index(struct tree *t)
+{
+  size_t cap = t->index_cap * 2;
+  uint32_t *idx = malloc(cap * sizeof *idx);
+  if (!idx)
+    return -ENOMEM;
+  memset(idx, 0xff, cap * sizeof *idx);
+  for (uint32_t n = 1; n < t->fg.nnodes; n++) {
+    const struct culpert__flame_node *node = &t->fg.nodes[n];
+    size_t i = node_hash(node->parent, name_hash(node->name), node->is_span) & (cap - 1);
+    while (idx[i] != UINT32_MAX)
+      i = (i + 1) & (cap - 1);
+    idx[i] = n;
+  }
+  free(t->index);
+  t->index = idx;
+  t->index_cap = cap;
+  return 0;
+}
+
+/* The child of `parent` named `name` (created when missing) in *out. */
+static int tree_child(struct tree *t, uint32_t parent, const char *name, bool is_span,
+                      uint32_t *out)
+{
+  uint64_t h = node_hash(parent, name_hash(name), is_span);
+  size_t i = h & (t->index_cap - 1);
+  for (; t->index[i] != UINT32_MAX; i = (i + 1) & (t->index_cap - 1)) {
+    const struct culpert__flame_node *n = &t->fg.nodes[t->index[i]];
+    if (n->parent == parent && n->is_span == is_span && strcmp(n->name, name) == 0) {
+      *out = t->index[i];
+      return 0;
+    }
+  }
+  if (t->fg.nnodes >= UINT32_MAX - 1)
+    return -ENOMEM;
+  if (t->fg.nnodes == t->cap) {
+    struct culpert__flame_node *nodes = realloc(t->fg.nodes, t->cap * 2 * sizeof *nodes);
+    if (!nodes)
+      return -ENOMEM;
+    t->fg.nodes = nodes;
+    t->cap *= 2;
+  }
+  uint32_t id = (uint32_t)t->fg.nnodes++;
+  t->fg.nodes[id] = (struct culpert__flame_node){.name = name, .parent = parent,
+                                                  .is_span = is_span};
+  t->index[i] = id;
+  *out = id;
+  /* Keep the index at most half full. */
+  if (t->fg.nnodes * 2 > t->index_cap)
+    return tree_grow_index(t);
+  return 0;
+}
+
+/* Insert one stack, root first; `w` goes to its last frame. */
+static int tree_add(struct tree *t, const char *const *names, const bool *spans, size_t n,
+                    int64_t w)
+{
+  uint32_t cur = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *name = names[i][0] ? names[i] : EMPTY_NAME;
+    int rc = tree_child(t, cur, name, spans[i], &cur);
+    if (rc != 0)
+      return rc;
+  }
+  t->fg.nodes[cur].self = sat_add(t->fg.nodes[cur].self, w);
+  return 0;
+}
+
+static void tree_sum(struct tree *t)
+{
+  for (size_t i = 0; i < t->fg.nnodes; i++)
+    t->fg.nodes[i].total = t->fg.nodes[i].self;
+  for (size_t i = t->fg.nnodes; i-- > 1;) {
+    struct culpert__flame_node *n = &t->fg.nodes[i];
+    t->fg.nodes[n->parent].total = sat_add(t->fg.nodes[n->parent].total, n->total);
+  }
+}
+
+static int64_t sample_weight(const struct culpert__sample *s, const struct options *o)
+{
+  switch (o->weight) {
+  case WEIGHT_SAMPLES:
+    return s->samples;
+  case WEIGHT_OBJECTS:
+    return o->inuse ? s->inuse_objects : s->objects;
+  case WEIGHT_BYTES:
+  default:
+    return o->inuse ? s->inuse_bytes : s->bytes;
+  }
+}
+
+/*
+ * Build the merged tree of every sample that passes --span and has a
+ * positive weight. *matched counts those samples.
+ */
+static int build_tree(const struct culpert__profile *p, const struct options *o, struct tree *t,
+                      size_t *matched)
+{
+  struct span_table spans = {0};
+  const char **names = NULL;
+  bool *kinds = NULL;
+  bool any_span = false;
+  size_t maxframes = 0;
+  int rc = tree_init(t);
+  if (rc != 0)
+    goto out;
+  for (size_t i = 0; i < p->nsamples; i++) {
+    if (p->samples[i].nframes > maxframes)
+      maxframes = p->samples[i].nframes;
+    if (p->samples[i].span_name)
+      any_span = true;
+  }
+  rc = span_table_build(&spans, p);
+  if (rc != 0)
+    goto out;
+  /* Room for the span chain, "(no span)" and the code frames. */
+  size_t room = SPAN_DEPTH_MAX + 1 + maxframes;
+  names = malloc(room * sizeof *names);
+  kinds = malloc(room * sizeof *kinds);
+  if (!names || !kinds) {
+    rc = -ENOMEM;
+    goto out;
+  }
+
+  *matched = 0;
+  for (size_t i = 0; i < p->nsamples; i++) {
+    const struct culpert__sample *s = &p->samples[i];
+    int64_t w = sample_weight(s, o);
+    if (w <= 0)
+      continue;
+    size_t n = span_chain(&spans, s, names);
+    if (o->span) {
+      bool hit = n == 0 && strcmp(o->span, NO_SPAN_NAME) == 0;
+      for (size_t k = 0; k < n && !hit; k++)
+        hit = strcmp(names[k], o->span) == 0;
+      if (!hit)
+        continue;
+    }
+    if (!o->annotate) {
+      n = 0;
+    } else if (n == 0 && any_span) {
+      names[n++] = NO_SPAN_NAME;
+    }
+    for (size_t k = 0; k < n; k++)
+      kinds[k] = true;
+    for (uint32_t f = s->nframes; f-- > 0;) {
+      uint32_t fi = s->frames[f];
+      names[n] = fi < p->nframes ? p->frames[fi].function : "?";
+      kinds[n++] = false;
+    }
+    if (n == 0) {
+      names[n] = NO_STACK_NAME;
+      kinds[n++] = false;
+    }
+    rc = tree_add(t, names, kinds, n, w);
+    if (rc != 0)
+      goto out;
+    (*matched)++;
+  }
+  tree_sum(t);
+out:
+  free(spans.slots);
+  free(names);
+  free(kinds);
+  return rc;
+}
+
+/* ---- folded output ------------------------------------------------------ */
+
+struct folded_line {
+  char *text; /* the stack, later the whole line */
+  int64_t weight;
+};
+
+static int cmp_line(const void *a, const void *b)
+{
+  return strcmp(((const struct folded_line *)a)->text, ((const struct folded_line *)b)->text);
+}
+
+/* Append `name` to buf at *len with ';' -> ':' and control bytes -> '?'. */
+static void put_folded_name(char *buf, size_t *len, const char *name)
+{
+  for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+    unsigned char ch = *c;
+    if (ch == ';')
+      ch = ':';
+    else if (ch < 0x20 || ch == 0x7f)
+      ch = '?';
+    buf[(*len)++] = (char)ch;
+  }
+}
+
+/*
+ * One line per distinct stack with a positive weight. Stacks that become
+ * equal only after name sanitising merge too. Lines are in byte order of the
+ * whole line, as `LC_ALL=C sort` would put them.
+ */
+static int write_folded(FILE *out, const struct culpert__flame *fg)
+{
+  struct folded_line *lines = NULL;
+  uint32_t *path = NULL;
+  size_t nlines = 0;
+  int rc = 0;
+
+  for (size_t i = 1; i < fg->nnodes; i++)
+    if (fg->nodes[i].self > 0)
+      nlines++;
+  lines = calloc(nlines ? nlines : 1, sizeof *lines);
+  path = malloc(fg->nnodes * sizeof *path);
+  if (!lines || !path) {
+    rc = -ENOMEM;
+    goto out;
+  }
+
+  size_t k = 0;
+  for (uint32_t i = 1; i < fg->nnodes; i++) {
+    if (fg->nodes[i].self <= 0)
+      continue;
+    size_t depth = 0, bytes = 0;
+    for (uint32_t n = i; n != 0; n = fg->nodes[n].parent) {
+      path[depth++] = n;
+      bytes += strlen(fg->nodes[n].name) + 1;
+    }
+    /* Room for the stack, " ", up to 20 digits and the NUL. */
+    char *text = malloc(bytes + 24);
+    if (!text) {
+      rc = -ENOMEM;
+      goto out;
+    }
+    size_t len = 0;
+    while (depth-- > 0) {
+      put_folded_name(text, &len, fg->nodes[path[depth]].name);
+      if (depth > 0)
+        text[len++] = ';';
+    }
+    text[len] = '\0';
+    lines[k].text = text;
+    lines[k].weight = fg->nodes[i].self;
+    k++;
+  }
+
+  qsort(lines, nlines, sizeof *lines, cmp_line);
+  size_t m = 0;
+  for (size_t i = 0; i < nlines; i++) {
+    if (m > 0 && strcmp(lines[m - 1].text, lines[i].text) == 0) {
+      lines[m - 1].weight = sat_add(lines[m - 1].weight, lines[i].weight);
+      free(lines[i].text);
+      lines[i].text = NULL;
+      continue;
+    }
+    if (m != i) {
+      lines[m] = lines[i];
+      lines[i].text = NULL;
+    }
+    m++;
+  }
+  for (size_t i = 0; i < m; i++) {
+    size_t len = strlen(lines[i].text);
+    snprintf(lines[i].text + len, 24, " %lld", (long long)lines[i].weight);
+  }
+  qsort(lines, m, sizeof *lines, cmp_line);
+  for (size_t i = 0; i < m; i++) {
+    fputs(lines[i].text, out);
+    fputc('\n', out);
+  }
+  if (ferror(out))
+    rc = -EIO;
+out:
+  if (lines)
+    for (size_t i = 0; i < nlines; i++)
+      free(lines[i].text);
+  free(lines);
+  free(path);
+  return rc;
+}
+
+/* ---- output file -------------------------------------------------------- */
+
+/*
+ * Open the destination: standard output, or a temporary file next to
+ * `path` that finish_output() renames into place. *tmp receives the
+ * temporary name (NULL for standard output).
+ */
+static int open_output(const char *path, FILE **out, char **tmp)
+{
+  *out = NULL;
+  *tmp = NULL;
+  if (!path || strcmp(path, "-") == 0) {
+    *out = stdout;
+    return 0;
+  }
+  size_t n = strlen(path) + sizeof ".tmp.XXXXXX";
+  char *name = malloc(n);
+  if (!name)
+    return -ENOMEM;
+  snprintf(name, n, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(name);
+  if (fd < 0) {
+    int err = errno;
+    culpert__error("cannot create output file '%s': %s", path, strerror(err));
+    free(name);
+    return -err;
+  }
+  /* mkstemp creates 0600; give the file the mode a plain create would. */
+  mode_t mask = umask(0);
+  umask(mask);
+  (void)fchmod(fd, 0666 & ~mask);
+  *out = fdopen(fd, "w");
+  if (!*out) {
+    int err = errno;
+    close(fd);
+    unlink(name);
+    free(name);
+    culpert__error("cannot write output file '%s': %s", path, strerror(err));
+    return -err;
+  }
+  *tmp = name;
+  return 0;
+}
+
+/*
+ * Flush and close. When `ok`, rename the temporary into place and report any
+ * write error naming the file (or standard output); otherwise, or on any
+ * error, remove the temporary so no half-written file is left. Returns 0 or
+ * a negative errno.
+ */
+static int finish_output(const char *path, FILE *out, char *tmp, bool ok)
+{
+  int rc = 0;
+  errno = 0;
+  if (fflush(out) != 0)
+    rc = errno ? -errno : -EIO;
+  else if (ferror(out))
+    rc = -EIO;
+  if (!tmp) {
+    if (ok && rc != 0)
+      culpert__error("cannot write to standard output: %s", strerror(-rc));
+    return rc;
+  }
+  if (fclose(out) != 0 && rc == 0)
+    rc = errno ? -errno : -EIO;
+  if (ok && rc == 0 && rename(tmp, path) != 0)
+    rc = -errno;
+  if (ok && rc != 0)
+    culpert__error("cannot write output file '%s': %s", path, strerror(-rc));
+  if (!ok || rc != 0)
+    unlink(tmp);
+  free(tmp);
+  return rc;
+}
+
+/* ---- the command -------------------------------------------------------- */
+
+static const char *weight_label(const struct options *o)
+{
+  switch (o->weight) {
+  case WEIGHT_SAMPLES:
+    return "raw samples";
+  case WEIGHT_OBJECTS:
+    return o->inuse ? "in-use objects (estimated)" : "allocated objects (estimated)";
+  case WEIGHT_BYTES:
+  default:
+    return o->inuse ? "in-use bytes (estimated)" : "allocated bytes (estimated)";
+  }
+}
+
+/* Refuse a weight the file does not carry, naming the flag and the file. */
+static int check_weight(const struct culpert__profile *p, const struct options *o)
+{
+  if (o->inuse && !p->has_inuse) {
+    culpert__error("--inuse: '%s' has no in-use values", p->path);
+    return -EINVAL;
+  }
+  if (o->weight == WEIGHT_SAMPLES && !p->has_samples) {
+    culpert__error("--weight samples: '%s' has no raw sample counts", p->path);
+    return -EINVAL;
+  }
+  if (o->weight == WEIGHT_OBJECTS && !(o->inuse ? p->has_inuse : p->has_objects)) {
+    culpert__error("--weight objects: '%s' has no object counts", p->path);
+    return -EINVAL;
+  }
+  return 0;
+}
+
 int culpert__cmd_flamegraph(int argc, char **argv)
 {
-  (void)argc;
-  (void)argv;
-  culpert__error("'flamegraph' is not built yet");
-  return CULPERT_EXIT_ERROR;
+  struct options o = {.annotate = true, .weight = WEIGHT_BYTES};
+  struct culpert__profile *p = NULL;
+  struct tree t = {0};
+  FILE *out = NULL;
+  char *tmp = NULL;
+  char err[512];
+  char *subtitle = NULL;
+  int status = CULPERT_EXIT_ERROR;
+  size_t matched = 0;
+
+  int rc = parse_args(argc, argv, &o);
+  if (rc == 1)
+    return CULPERT_EXIT_OK;
+  if (rc != 0)
+    return CULPERT_EXIT_ERROR;
+
+  if (culpert__profile_load(o.path, &p, err, sizeof err) != 0) {
+    culpert__error("%s", err);
+    goto out;
+  }
+  if (check_weight(p, &o) != 0)
+    goto out;
+  if (build_tree(p, &o, &t, &matched) != 0) {
+    culpert__error("out of memory building the flame graph of '%s'", o.path);
+    goto out;
+  }
+  t.fg.unit = o.weight == WEIGHT_SAMPLES  ? CULPERT_FLAME_SAMPLES
+              : o.weight == WEIGHT_OBJECTS ? CULPERT_FLAME_OBJECTS
+                                           : CULPERT_FLAME_BYTES;
+  if (matched == 0) {
+    if (o.span)
+      fprintf(stderr, "culpert: note: no samples with a positive weight in span \"%s\"\n",
+              o.span);
+    else
+      fprintf(stderr, "culpert: note: no samples with a positive weight in '%s'\n", o.path);
+  }
+
+  if (open_output(o.output, &out, &tmp) != 0)
+    goto out;
+  if (o.svg) {
+    char rate[CULPERT_FMT_MAX];
+    size_t n = strlen(o.path) + (o.span ? strlen(o.span) : 0) + 256;
+    subtitle = malloc(n);
+    if (!subtitle) {
+      rc = -ENOMEM;
+    } else {
+      snprintf(subtitle, n, "%s \xC2\xB7 sample rate %s%s%s%s \xC2\xB7 %s", weight_label(&o),
+               culpert__fmt_rate(rate, p->rate), o.span ? " \xC2\xB7 span \xE2\x80\x9C" : "",
+               o.span ? o.span : "", o.span ? "\xE2\x80\x9D" : "", o.path);
+      struct culpert__flame_svg_info info = {
+          .title = o.title,
+          .subtitle = subtitle,
+      };
+      rc = culpert__flame_svg_write(out, &t.fg, &info);
+    }
+  } else {
+    rc = write_folded(out, &t.fg);
+  }
+  if (rc == -ENOMEM) {
+    culpert__error("out of memory writing the flame graph of '%s'", o.path);
+    finish_output(o.output, out, tmp, false);
+    goto out;
+  }
+  /* A write error (-EIO) shows in the stream's error flag: finish_output
+   * reports it, naming the file, and removes the temporary. */
+  if (finish_output(o.output, out, tmp, true) != 0)
+    goto out;
+  status = CULPERT_EXIT_OK;
+out:
+  free(subtitle);
+  tree_free(&t);
+  culpert__profile_free(p);
+  return status;
 }
