@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * symbolize.h: the process's code mappings and the names of the functions
+ * in them.
+ *
+ * Used by the profile writer at snapshot time (never inside malloc). A
+ * symbolizer is a snapshot of what is loaded when it is opened: objects
+ * unloaded later are still described by it, objects unloaded before are
+ * not (their addresses are in no mapping). ELF files are read from disk
+ * with every offset checked against the file size, so a truncated, replaced
+ * or odd file gives fewer names, never a crash. No global state: open one
+ * per profile, close it afterwards; safe to repeat and safe after fork.
+ */
+#ifndef CULPERT_SYMBOLIZE_H
+#define CULPERT_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One executable segment of a loaded object, page aligned as the kernel
+ * maps it (what /proc/self/maps shows). */
+struct culpert__smap {
+  uint64_t start;      /* first address */
+  uint64_t limit;      /* one past the last address */
+  uint64_t offset;     /* file offset mapped at `start` */
+  const char *path;    /* the object's file, "[vdso]" for the vdso */
+  char build_id[129];  /* GNU build-id as lowercase hex, "" when none */
+  unsigned is_main : 1; /* the main executable */
+  unsigned is_self : 1; /* the shared object this code lives in (libculpert.so) */
+  unsigned is_vdso : 1;
+};
+
+/* What is known about one code address. */
+struct culpert__symbol {
+  const char *name; /* raw (mangled) symbol, NULL when unknown */
+  const char *file; /* source file, NULL when unknown */
+  uint32_t line;    /* source line, 0 when unknown */
+};
+
+struct culpert__symbolizer;
+
+/*
+ * culpert__symbolize_open: snapshot the loaded objects (dl_iterate_phdr)
+ * into a new symbolizer. Mapping 0 is the main executable; the rest follow
+ * in load order, the vdso included. Symbol tables are read lazily, the
+ * first time an address inside the object is looked up.
+ * Returns 0 or -ENOMEM.
+ */
+int culpert__symbolize_open(struct culpert__symbolizer **out);
+
+/* Frees everything; names returned earlier become invalid. NULL is a no-op. */
+void culpert__symbolize_close(struct culpert__symbolizer *s);
+
+size_t culpert__symbolize_nmaps(const struct culpert__symbolizer *s);
+const struct culpert__smap *culpert__symbolize_map(const struct culpert__symbolizer *s, size_t i);
+
+/* Index of the mapping containing `addr`, or -1 when none does. */
+long culpert__symbolize_find_map(const struct culpert__symbolizer *s, uint64_t addr);
+
+/*
+ * culpert__symbolize_addr: describe the code at `addr` (pass the address of
+ * an instruction: the leaf ip, or a return address minus one). Looks in the
+ * object's .symtab, else its .dynsym, else the .symtab of a separate debug
+ * file under /usr/lib/debug/.build-id/, else dladdr(). Returns 0 when a
+ * name was found, -ENOENT otherwise (out->name is then NULL). Strings stay
+ * valid until the next call or culpert__symbolize_close(), whichever comes
+ * first (copy them to keep them).
+ */
+int culpert__symbolize_addr(struct culpert__symbolizer *s, uint64_t addr,
+                            struct culpert__symbol *out);
+
+/*
+ * The function symbols of one ELF file, addressed by the virtual addresses
+ * the file itself uses (no load bias). Exposed for the symbolizer's tests
+ * and for tools; the symbolizer uses the same code.
+ */
+struct culpert__symtab;
+
+/* Reads `path`'s .symtab (else .dynsym). Returns 0, or a negative errno for
+ * an unreadable file (-ENOEXEC: not a usable ELF file). */
+int culpert__symtab_load(const char *path, struct culpert__symtab **out);
+/* The FUNC symbol containing `vaddr`, or NULL. */
+const char *culpert__symtab_lookup(const struct culpert__symtab *t, uint64_t vaddr);
+/* Number of function symbols read. */
+size_t culpert__symtab_count(const struct culpert__symtab *t);
+/* Whether the table came from a full .symtab (not only .dynsym). */
+int culpert__symtab_is_full(const struct culpert__symtab *t);
+void culpert__symtab_free(struct culpert__symtab *t);
+
+#endif /* CULPERT_SYMBOLIZE_H */
