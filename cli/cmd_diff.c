@@ -85,6 +85,7 @@ struct tnode {
   struct tnode **kids;
   size_t nkids;
   size_t nshow;          /* kids shown after --top (kids are sorted) */
+  bool cut_deeper;       /* had children below DIFF_TREE_MAX_DEPTH */
 };
 
 /* ---------------------------------------------------------------- numbers */
@@ -286,7 +287,8 @@ static void classify(struct diff_row *r, const struct diff_opts *o)
   } else if (r->after <= 0) {
     if (r->before >= o->threshold_bytes)
       r->kind = KIND_GONE;
-  } else if (abs64(r->delta) >= o->threshold_bytes && fabs(r->pct) >= o->threshold_pct) {
+  } else if (r->delta != 0 && abs64(r->delta) >= o->threshold_bytes && fabs(r->pct) >= o->threshold_pct) {
+    /* delta 0 is no change even with both thresholds at 0. */
     r->kind = r->delta > 0 ? KIND_REGRESSION : KIND_IMPROVEMENT;
   }
   if (r->kind != KIND_QUIET && o->noise_on && !((double)abs64(r->delta) > o->noise_sigma * r->se)) {
@@ -325,7 +327,8 @@ static int build_rows(struct diff *d)
   if (!d->rows)
     goto out;
   for (size_t i = 0; i < n;) {
-    struct diff_row *r = &d->rows[d->nrows++];
+    struct diff_row *r = &d->rows[d->nrows];
+    memset(r, 0, sizeof *r);
     r->name = nv[i].name;
     size_t j = i;
     for (; j < n && strcmp(nv[j].name, r->name) == 0; j++) {
@@ -335,6 +338,11 @@ static int build_rows(struct diff *d)
         r->after = sat_add(r->after, nv[j].value);
     }
     i = j;
+    /* A span with nothing on either side (a parent that only carries the
+     * writer's synthetic all-zero sample) has nothing to compare: no row. */
+    if (r->before == 0 && r->after == 0)
+      continue;
+    d->nrows++;
     r->delta = sat_delta(r->after, r->before);
     r->pct = r->before > 0 ? (double)r->delta * 100.0 / (double)r->before : 0.0;
     r->se = stderr_of_delta(d->prof[0]->rate, r->before, d->prof[1]->rate, r->after);
@@ -403,6 +411,16 @@ static const char *pct_cell(char buf[CULPERT_FMT_MAX], int64_t before, int64_t a
   return buf;
 }
 
+/* The Δ% cell of a classified row: NEW and GONE name the kind. */
+static const char *row_pct_cell(char buf[CULPERT_FMT_MAX], const struct diff_row *r)
+{
+  if (r->kind == KIND_NEW)
+    return "NEW";
+  if (r->kind == KIND_GONE)
+    return "GONE";
+  return pct_cell(buf, r->before, r->after);
+}
+
 static const char *se_cell(char buf[CULPERT_FMT_MAX], double se)
 {
   char b[CULPERT_FMT_MAX];
@@ -418,7 +436,7 @@ static void put_text_header(FILE *f, const struct diff *d, const char *title)
   fprintf(f, "%s\n", title);
   for (int side = 0; side < 2; side++) {
     char *label = make_label(d->prof[side]->path, SIZE_MAX / 8);
-    fprintf(f, "  %s   %s\n           ", side ? "after: " : "before:", label ? label : "?");
+    fprintf(f, "  %s  %s\n           ", side ? "after: " : "before:", label ? label : "?");
     free(label);
     put_total(f, d, side);
     if (side) {
@@ -450,10 +468,12 @@ static bool in_section(const struct diff_row *r, int section)
   return r->kind == KIND_IMPROVEMENT || r->kind == KIND_GONE;
 }
 
-/* Width of the span column: the widest label any section shows. */
-static size_t flat_name_width(const struct diff *d)
+/* Widths of the span and Δ% columns: the cli.md widths, or the widest cell
+ * any section shows (a long name, a change of +25600.00%). */
+static void flat_widths(const struct diff *d, size_t *name_w, size_t *pct_w)
 {
-  size_t w = DIFF_FLAT_NAME_COLS;
+  *name_w = DIFF_FLAT_NAME_COLS;
+  *pct_w = 8;
   for (int section = 0; section < 2; section++) {
     size_t shown = 0;
     for (size_t i = 0; i < d->nrows; i++) {
@@ -461,12 +481,12 @@ static size_t flat_name_width(const struct diff *d)
       if (!in_section(r, section) || (d->o->top && shown >= d->o->top))
         continue;
       shown++;
-      size_t lw = culpert__display_width(r->label);
-      if (lw > w)
-        w = lw;
+      char pb[CULPERT_FMT_MAX];
+      size_t lw = culpert__display_width(r->label), pw = strlen(row_pct_cell(pb, r));
+      *name_w = lw > *name_w ? lw : *name_w;
+      *pct_w = pw > *pct_w ? pw : *pct_w;
     }
   }
-  return w;
 }
 
 static void put_text_cells(FILE *f, const char *const *cells, const size_t *widths, size_t ncells)
@@ -480,7 +500,7 @@ static void put_text_cells(FILE *f, const char *const *cells, const size_t *widt
   fputc('\n', f);
 }
 
-static void put_text_section(FILE *f, const struct diff *d, int section, size_t name_w)
+static void put_text_section(FILE *f, const struct diff *d, int section, size_t name_w, size_t pct_w)
 {
   const struct diff_opts *o = d->o;
   const char *title = section == 0 ? "Regressions" : "Improvements";
@@ -492,7 +512,7 @@ static void put_text_section(FILE *f, const struct diff *d, int section, size_t 
   }
   fprintf(f, "%s:\n", title);
   size_t ncols = o->noise_on ? 6 : 5;
-  size_t widths[6] = {name_w, 12, 12, 12, 8, 12};
+  size_t widths[6] = {name_w, 12, 12, 12, pct_w, 12};
   const char *head[6] = {"span", "before", "after", "Δ", "Δ%", "±"};
   put_text_cells(f, head, widths, ncols);
   char dashes[6][128];
@@ -519,7 +539,7 @@ static void put_text_section(FILE *f, const struct diff *d, int section, size_t 
         culpert__fmt_bytes(b[0], r->before),
         culpert__fmt_bytes(b[1], r->after),
         culpert__fmt_delta(b[2], r->delta),
-        r->kind == KIND_NEW ? "NEW" : r->kind == KIND_GONE ? "GONE" : pct_cell(pb, r->before, r->after),
+        row_pct_cell(pb, r),
         se_cell(b[3], r->se),
     };
     put_text_cells(f, cells, widths, ncols);
@@ -539,11 +559,12 @@ static void put_suppressed(FILE *f, const struct diff *d, const char *pre, const
 static void put_text_flat(FILE *f, const struct diff *d)
 {
   put_text_header(f, d, "Allocation diff:");
-  size_t name_w = flat_name_width(d);
+  size_t name_w, pct_w;
+  flat_widths(d, &name_w, &pct_w);
   fputc('\n', f);
-  put_text_section(f, d, 0, name_w);
+  put_text_section(f, d, 0, name_w, pct_w);
   fputc('\n', f);
-  put_text_section(f, d, 1, name_w);
+  put_text_section(f, d, 1, name_w, pct_w);
   fputc('\n', f);
   put_suppressed(f, d, "", "");
 }
@@ -645,10 +666,7 @@ static void put_md_section(FILE *f, const struct diff *d, int section)
     fputs("| ", f);
     put_md_code(f, r->label, true);
     fprintf(f, " | %s | %s | %s | %s |", culpert__fmt_bytes(b[0], r->before),
-            culpert__fmt_bytes(b[1], r->after), culpert__fmt_delta(b[2], r->delta),
-            r->kind == KIND_NEW    ? "NEW"
-            : r->kind == KIND_GONE ? "GONE"
-                                   : pct_cell(pb, r->before, r->after));
+            culpert__fmt_bytes(b[1], r->after), culpert__fmt_delta(b[2], r->delta), row_pct_cell(pb, r));
     if (o->noise_on)
       fprintf(f, " %s |", se_cell(b[3], r->se));
     fputc('\n', f);
@@ -835,6 +853,7 @@ static int tree_merge(const struct culpert__span_node *b, const struct culpert__
   n->after = a ? a->total_bytes : 0;
   size_t nb = b ? b->nchildren : 0, na = a ? a->nchildren : 0;
   if (depth >= DIFF_TREE_MAX_DEPTH || nb + na == 0) {
+    n->cut_deeper = nb + na > 0;
     rc = 0;
     goto out;
   }
@@ -907,34 +926,36 @@ static size_t tree_label_cols(size_t pcols)
   return DIFF_TREE_MIN_LABEL;
 }
 
-/*
- * The span column width: 40, or wider when a deep prefix leaves a label less
- * than its minimum. Mirrors tree_print(): `top` children carry no glyph.
- */
-static size_t tree_width(const struct tnode *n, size_t pcols, bool top)
+struct tree_layout {
+  size_t name_w; /* 40, or wider when a deep prefix leaves a label too little */
+  size_t pct_w;  /* 9, or the widest Δ% cell */
+};
+
+/* Measure the shown children of `n`; mirrors tree_print(), where `top`
+ * children carry no glyph. */
+static void tree_measure(const struct tnode *n, size_t pcols, bool top, struct tree_layout *lay)
 {
-  size_t w = DIFF_TREE_NAME_COLS;
   size_t cols = pcols + (top ? 0 : 3);
   for (size_t i = 0; i < n->nshow; i++) {
-    char cut[512];
-    culpert__truncate(n->kids[i]->label, tree_label_cols(cols), cut, sizeof cut);
+    const struct tnode *k = n->kids[i];
+    char cut[512], pb[CULPERT_FMT_MAX];
+    culpert__truncate(k->label, tree_label_cols(cols), cut, sizeof cut);
     size_t need = cols + culpert__display_width(cut) + 1;
-    size_t sub = tree_width(n->kids[i], cols, false);
-    if (need > w)
-      w = need;
-    if (sub > w)
-      w = sub;
+    size_t pw = strlen(pct_cell(pb, k->before, k->after)) + 1;
+    lay->name_w = need > lay->name_w ? need : lay->name_w;
+    lay->pct_w = pw > lay->pct_w ? pw : lay->pct_w;
+    tree_measure(k, cols, false, lay);
   }
-  return w;
 }
 
-static void put_tree_numbers(FILE *f, const struct diff *d, int64_t before, int64_t after)
+static void put_tree_numbers(FILE *f, const struct diff *d, const struct tree_layout *lay, int64_t before,
+                             int64_t after)
 {
   char b[4][CULPERT_FMT_MAX], pb[CULPERT_FMT_MAX];
   culpert__put_padded(f, culpert__fmt_bytes(b[0], before), 12, 1);
   culpert__put_padded(f, culpert__fmt_bytes(b[1], after), 12, 1);
   culpert__put_padded(f, culpert__fmt_delta(b[2], sat_delta(after, before)), 12, 1);
-  culpert__put_padded(f, pct_cell(pb, before, after), 9, 1);
+  culpert__put_padded(f, pct_cell(pb, before, after), lay->pct_w, 1);
   if (d->o->noise_on)
     culpert__put_padded(
         f, se_cell(b[3], stderr_of_delta(d->prof[0]->rate, before, d->prof[1]->rate, after)), 12, 1);
@@ -947,7 +968,7 @@ static void put_tree_numbers(FILE *f, const struct diff *d, int64_t before, int6
  * root spans, which carry no glyph, as in `culpert report`.
  */
 static void tree_print(FILE *f, const struct diff *d, const struct tnode *n, char *prefix, size_t plen,
-                       size_t pcols, bool top, size_t width)
+                       size_t pcols, bool top, const struct tree_layout *lay)
 {
   size_t hidden = n->nkids - n->nshow;
   for (size_t i = 0; i < n->nshow; i++) {
@@ -960,15 +981,19 @@ static void tree_print(FILE *f, const struct diff *d, const struct tnode *n, cha
     culpert__truncate(k->label, tree_label_cols(pcols + gcols), cut, sizeof cut);
     fwrite(prefix, 1, plen, f);
     fputs(glyph, f);
-    culpert__put_padded(f, cut, width - pcols - gcols, 0);
-    put_tree_numbers(f, d, k->before, k->after);
+    culpert__put_padded(f, cut, lay->name_w - pcols - gcols, 0);
+    put_tree_numbers(f, d, lay, k->before, k->after);
     size_t clen = strlen(cont);
     memcpy(prefix + plen, cont, clen);
-    tree_print(f, d, k, prefix, plen + clen, pcols + gcols, false, width);
+    tree_print(f, d, k, prefix, plen + clen, pcols + gcols, false, lay);
   }
   if (hidden) {
     fwrite(prefix, 1, plen, f);
     fprintf(f, "%s... (%zu more children hidden)\n", top ? "" : "└─ ", hidden);
+  }
+  if (n->cut_deeper) {
+    fwrite(prefix, 1, plen, f);
+    fprintf(f, "└─ ... (deeper spans not shown; their bytes are in the totals above)\n");
   }
 }
 
@@ -976,18 +1001,19 @@ static void put_tree_body(FILE *f, const struct diff *d, const struct tnode *roo
 {
   /* Every level adds at most "│  " (5 bytes); depth is capped. */
   static char prefix[(DIFF_TREE_MAX_DEPTH + 2) * 5];
-  size_t width = tree_width(root, 0, true);
-  culpert__put_padded(f, "span", width, 0);
+  struct tree_layout lay = {DIFF_TREE_NAME_COLS, 9};
+  tree_measure(root, 0, true, &lay);
+  culpert__put_padded(f, "span", lay.name_w, 0);
   culpert__put_padded(f, "before", 12, 1);
   culpert__put_padded(f, "after", 12, 1);
   culpert__put_padded(f, "Δ", 12, 1);
-  culpert__put_padded(f, "Δ%", 9, 1);
+  culpert__put_padded(f, "Δ%", lay.pct_w, 1);
   if (d->o->noise_on)
     culpert__put_padded(f, "±", 12, 1);
   fputc('\n', f);
   if (root->nkids == 0)
     fputs("(no samples in either profile)\n", f);
-  tree_print(f, d, root, prefix, 0, 0, true, width);
+  tree_print(f, d, root, prefix, 0, 0, true, &lay);
   if (hidden_min)
     fprintf(f, "%zu span(s) below the minimum span total hidden.\n", hidden_min);
 }
