@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * test_config.c: the environment variables a user sets are read as
+ * documented; bad values fall back to defaults with one warning; output
+ * names expand %p, %e and %%.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "internal.h"
+
+static void test_config_parse_size(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *in;
+    int ok;
+    uint64_t want;
+  } cases[] = {
+      {"0", 1, 0},           {"1", 1, 1},
+      {"524288", 1, 524288}, {"4K", 1, 4096},
+      {"4k", 1, 4096},       {"4KB", 1, 4096},
+      {"4KiB", 1, 4096},     {"512KiB", 1, 524288},
+      {"1M", 1, 1048576},    {"1MB", 1, 1048576},
+      {"1MiB", 1, 1048576},  {"2G", 1, 2147483648u},
+      {"100B", 1, 100},      {"", 0, 0},
+      {"K", 0, 0},           {"-1", 0, 0},
+      {"1.5M", 0, 0},        {"4 K", 0, 0},
+      {"4X", 0, 0},          {"4KX", 0, 0},
+      {"4Ki", 1, 4096},       {"99999999999999999999", 0, 0},
+      {"99999999999T", 0, 0}, {"0x10", 0, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    uint64_t v = 12345;
+    int rc = culpert__config_parse_size(cases[i].in, &v);
+    if (cases[i].ok) {
+      assert_int_equal(rc, 0);
+      assert_int_equal(v, cases[i].want);
+    } else {
+      assert_int_equal(rc, -1);
+    }
+  }
+}
+
+/* A fake environment: NULL-terminated name/value pairs. */
+static const char *const *fake_env;
+
+static const char *fake_getenv(const char *name)
+{
+  for (const char *const *e = fake_env; *e != NULL; e += 2)
+    if (strcmp(e[0], name) == 0)
+      return e[1];
+  return NULL;
+}
+
+/* Load `env` into c, returning what was warned in `warn`. */
+static void load(struct culpert__config *c, const char *const *env, char *warn, size_t n)
+{
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  fake_env = env;
+  culpert__config_load(c, fake_getenv, fds[1]);
+  close(fds[1]);
+  ssize_t got = read(fds[0], warn, n - 1);
+  warn[got > 0 ? got : 0] = '\0';
+  close(fds[0]);
+}
+
+static void test_config_defaults(void **state)
+{
+  (void)state;
+  static const char *const env[] = {NULL};
+  struct culpert__config c;
+  char warn[1024];
+  load(&c, env, warn, sizeof warn);
+  assert_string_equal(warn, "");
+  assert_int_equal(c.rate, 524288);
+  assert_int_equal(c.stack_mode, CULPERT__STACK_LIBUNWIND);
+  assert_int_equal(c.stack_depth, 64);
+  assert_false(c.has_seed);
+  assert_false(c.quiet);
+  assert_null(c.output);
+  assert_int_equal(c.nmeta, 0);
+}
+
+static void test_config_values(void **state)
+{
+  (void)state;
+  static const char *const env[] = {
+      "CULPERT_SAMPLE_RATE", "4k",   "CULPERT_SEED",   "77",  "CULPERT_STACK",  "fp",
+      "CULPERT_STACK_DEPTH", "1000", "CULPERT_QUIET",  "1",   "CULPERT_OUTPUT", "/tmp/x.%p.pb.gz",
+      NULL};
+  struct culpert__config c;
+  char warn[1024];
+  load(&c, env, warn, sizeof warn);
+  assert_string_equal(warn, "");
+  assert_int_equal(c.rate, 4096);
+  assert_true(c.has_seed);
+  assert_int_equal(c.seed, 77);
+  assert_int_equal(c.stack_mode, CULPERT__STACK_FP);
+  assert_int_equal(c.stack_depth, CULPERT__MAX_DEPTH); /* capped */
+  assert_true(c.quiet);
+  assert_string_equal(c.output, "/tmp/x.%p.pb.gz");
+}
+
+static void test_config_bad_values_warn_and_default(void **state)
+{
+  (void)state;
+  static const char *const env[] = {"CULPERT_SAMPLE_RATE", "lots", "CULPERT_STACK", "magic",
+                                    "CULPERT_STACK_DEPTH", "0",    "CULPERT_SEED",  "x1",
+                                    NULL};
+  struct culpert__config c;
+  char warn[2048];
+  load(&c, env, warn, sizeof warn);
+  assert_int_equal(c.rate, 524288);
+  assert_int_equal(c.stack_mode, CULPERT__STACK_LIBUNWIND);
+  assert_int_equal(c.stack_depth, 64);
+  assert_false(c.has_seed);
+  assert_non_null(strstr(warn, "culpert: CULPERT_SAMPLE_RATE=lots"));
+  assert_non_null(strstr(warn, "CULPERT_STACK=magic"));
+  assert_non_null(strstr(warn, "CULPERT_STACK_DEPTH=0"));
+  assert_non_null(strstr(warn, "CULPERT_SEED=x1"));
+  /* one line per bad variable */
+  int lines = 0;
+  for (const char *p = warn; *p; p++)
+    lines += *p == '\n';
+  assert_int_equal(lines, 4);
+}
+
+static void test_config_rate_zero_is_exact(void **state)
+{
+  (void)state;
+  static const char *const env[] = {"CULPERT_SAMPLE_RATE", "0", NULL};
+  struct culpert__config c;
+  char warn[256];
+  load(&c, env, warn, sizeof warn);
+  assert_string_equal(warn, "");
+  assert_int_equal(c.rate, 0);
+}
+
+static void test_config_metadata(void **state)
+{
+  (void)state;
+  static const char *const env[] = {
+      "CULPERT_METADATA",
+      "service=api,commit=abc123,bad,=novalue,nokey=,culpert.rate=9,ok.key-2=some value", NULL};
+  struct culpert__config c;
+  char warn[1024];
+  load(&c, env, warn, sizeof warn);
+  assert_int_equal(c.nmeta, 3);
+  assert_string_equal(c.meta[0], "service=api");
+  assert_string_equal(c.meta[1], "commit=abc123");
+  assert_string_equal(c.meta[2], "ok.key-2=some value");
+  assert_non_null(strstr(warn, "CULPERT_METADATA"));
+  int lines = 0;
+  for (const char *p = warn; *p; p++)
+    lines += *p == '\n';
+  assert_int_equal(lines, 1); /* one warning for all malformed entries */
+}
+
+static void test_config_output_path(void **state)
+{
+  (void)state;
+  char buf[64];
+  assert_int_equal(culpert__config_output_path(NULL, 42, "srv", 0, buf, sizeof buf), 0);
+  assert_string_equal(buf, "culpert.srv.42.pb.gz");
+  assert_int_equal(culpert__config_output_path("/o/%e-%p-%%.pb.gz", 7, "a", 0, buf, sizeof buf), 0);
+  assert_string_equal(buf, "/o/a-7-%.pb.gz");
+  /* a child never writes its parent's fixed name */
+  assert_int_equal(culpert__config_output_path("/o/fixed.pb.gz", 9, "a", 1, buf, sizeof buf), 0);
+  assert_string_equal(buf, "/o/fixed.pb.gz.9");
+  assert_int_equal(culpert__config_output_path("/o/f.%p.pb.gz", 9, "a", 1, buf, sizeof buf), 0);
+  assert_string_equal(buf, "/o/f.9.pb.gz");
+  assert_int_equal(culpert__config_output_path("/o/%x", 9, "a", 0, buf, sizeof buf), 0);
+  assert_string_equal(buf, "/o/%x");
+  assert_int_equal(culpert__config_output_path("0123456789%e", 1, "0123456789012345678901234567890123456789012345678901234567890", 0, buf, sizeof buf),
+                   -ENAMETOOLONG);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_config_parse_size),
+      cmocka_unit_test(test_config_defaults),
+      cmocka_unit_test(test_config_values),
+      cmocka_unit_test(test_config_bad_values_warn_and_default),
+      cmocka_unit_test(test_config_rate_zero_is_exact),
+      cmocka_unit_test(test_config_metadata),
+      cmocka_unit_test(test_config_output_path),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

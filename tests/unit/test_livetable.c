@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * test_livetable.c: the free() filter flags every live sampled pointer and
+ * almost nothing else; the table finds, updates and forgets pointers through
+ * growth and deletions.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "internal.h"
+
+static void *fake(uintptr_t i)
+{
+  return (void *)(uintptr_t)(0x7f0000000000u + i * 48u);
+}
+
+static void test_livetable_insert_remove(void **state)
+{
+  (void)state;
+  struct culpert__live v = {7, 1000, 524.5}, got;
+  void *p = fake(1);
+  assert_false(culpert__live_remove(p, &got));
+  assert_int_equal(culpert__live_insert(p, &v), 0);
+  assert_true(culpert__filter_test(p));
+  assert_int_equal(culpert__live_count(), 1);
+  assert_true(culpert__live_remove(p, &got));
+  assert_int_equal(got.bucket, 7);
+  assert_int_equal(got.size, 1000);
+  assert_true(got.weight == 524.5);
+  assert_false(culpert__filter_test(p)); /* only pointer in its slot: bit cleared */
+  assert_false(culpert__live_remove(p, &got));
+  assert_int_equal(culpert__live_count(), 0);
+}
+
+/* Many pointers: growth keeps them all, removing every other one keeps the
+ * rest reachable (backward-shift deletion), and the filter flags exactly
+ * the slots still in use. */
+static void test_livetable_many_pointers(void **state)
+{
+  (void)state;
+  const uintptr_t n = 200000;
+  struct culpert__live v, got;
+  for (uintptr_t i = 0; i < n; i++) {
+    v.bucket = (uint32_t)i;
+    v.size = i;
+    v.weight = 1.0;
+    assert_int_equal(culpert__live_insert(fake(i + 10), &v), 0);
+  }
+  assert_int_equal(culpert__live_count(), n);
+  for (uintptr_t i = 0; i < n; i += 2) {
+    assert_true(culpert__live_remove(fake(i + 10), &got));
+    assert_int_equal(got.bucket, i);
+  }
+  for (uintptr_t i = 1; i < n; i += 2) {
+    assert_true(culpert__filter_test(fake(i + 10)));
+    assert_true(culpert__live_remove(fake(i + 10), &got));
+    assert_int_equal(got.size, i);
+  }
+  assert_int_equal(culpert__live_count(), 0);
+  size_t flagged = 0;
+  for (uintptr_t i = 0; i < n; i++)
+    flagged += (size_t)culpert__filter_test(fake(i + 10));
+  assert_int_equal(flagged, 0);
+}
+
+/* Re-inserting a live pointer updates it instead of duplicating it. */
+static void test_livetable_reinsert_updates(void **state)
+{
+  (void)state;
+  struct culpert__live a = {1, 10, 2.0}, b = {2, 20, 3.0}, got;
+  assert_int_equal(culpert__live_insert(fake(5), &a), 0);
+  assert_int_equal(culpert__live_insert(fake(5), &b), 0);
+  assert_int_equal(culpert__live_count(), 1);
+  assert_true(culpert__live_remove(fake(5), &got));
+  assert_int_equal(got.bucket, 2);
+  assert_false(culpert__filter_test(fake(5)));
+}
+
+/* Unsampled pointers rarely hit the filter: with 1000 live sampled
+ * pointers, under 1% of 100000 other real heap pointers are flagged. */
+static void test_livetable_filter_false_positives_rare(void **state)
+{
+  (void)state;
+  struct culpert__live v = {0, 1, 1.0};
+  void *held[1000];
+  for (int i = 0; i < 1000; i++) {
+    held[i] = malloc(64);
+    assert_int_equal(culpert__live_insert(held[i], &v), 0);
+  }
+  int hits = 0;
+  for (uintptr_t i = 0; i < 100000; i++)
+    hits += culpert__filter_test(fake(1000000 + i));
+  assert_true(hits < 1000);
+  for (int i = 0; i < 1000; i++) {
+    struct culpert__live got;
+    assert_true(culpert__live_remove(held[i], &got));
+    free(held[i]);
+  }
+}
+
+static void test_livetable_reset_forgets(void **state)
+{
+  (void)state;
+  struct culpert__live v = {3, 30, 1.0}, got;
+  assert_int_equal(culpert__live_insert(fake(77), &v), 0);
+  culpert__live_reset();
+  assert_int_equal(culpert__live_count(), 0);
+  assert_false(culpert__filter_test(fake(77)));
+  assert_false(culpert__live_remove(fake(77), &got));
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_livetable_insert_remove),
+      cmocka_unit_test(test_livetable_many_pointers),
+      cmocka_unit_test(test_livetable_reinsert_updates),
+      cmocka_unit_test(test_livetable_filter_false_positives_rare),
+      cmocka_unit_test(test_livetable_reset_forgets),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

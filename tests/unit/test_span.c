@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * test_span.c: span stacks nest and stay balanced, every enter gets a new
+ * id, spans aggregate by path, ids cross threads, and overflow, underflow
+ * and a full path table are counted rather than failing.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "internal.h"
+
+static const char *node_name(uint32_t node, uint32_t *parent)
+{
+  const char *n = culpert__span_name(node, parent);
+  assert_non_null(n);
+  return n;
+}
+
+static void test_span_nesting(void **state)
+{
+  (void)state;
+  uint32_t parent;
+  assert_int_equal(culpert_span_current(), 0);
+  assert_int_equal(culpert__span_current_node(), 0);
+  culpert_span_enter("request");
+  uint64_t outer = culpert_span_current();
+  assert_true(outer != 0);
+  culpert_span_enter("parse");
+  uint64_t inner = culpert_span_current();
+  assert_true(inner != outer);
+  uint32_t node = culpert__span_current_node();
+  assert_string_equal(node_name(node, &parent), "parse");
+  assert_int_equal(parent, culpert__span_node_of(outer));
+  assert_string_equal(node_name(parent, &parent), "request");
+  assert_int_equal(parent, 0);
+  culpert_span_exit();
+  assert_true(culpert_span_current() == outer);
+  culpert_span_exit();
+  assert_int_equal(culpert_span_current(), 0);
+}
+
+/* Each enter gets a new id; the same path always maps to one node; the same
+ * name under another parent is another node. */
+static void test_span_ids_and_paths(void **state)
+{
+  (void)state;
+  uint64_t ids[100];
+  for (int i = 0; i < 100; i++) {
+    culpert_span_enter("loop");
+    ids[i] = culpert_span_current();
+    culpert_span_exit();
+  }
+  for (int i = 0; i < 100; i++) {
+    assert_int_equal(culpert__span_node_of(ids[i]), culpert__span_node_of(ids[0]));
+    for (int j = 0; j < i; j++)
+      assert_true(ids[i] != ids[j]);
+  }
+  /* name content, not pointer, decides */
+  char copy[] = "loop";
+  culpert_span_enter(copy);
+  assert_int_equal(culpert__span_current_node(), culpert__span_node_of(ids[0]));
+  culpert_span_exit();
+  culpert_span_enter("outer");
+  culpert_span_enter("loop");
+  assert_true(culpert__span_current_node() != culpert__span_node_of(ids[0]));
+  culpert_span_exit();
+  culpert_span_exit();
+}
+
+static void test_span_overflow_balanced(void **state)
+{
+  (void)state;
+  uint64_t before = culpert__span_overflows();
+  for (int i = 0; i < CULPERT_SPAN_MAX_DEPTH + 10; i++)
+    culpert_span_enter("deep");
+  assert_int_equal(culpert__span_overflows() - before, 10);
+  uint64_t deepest = culpert_span_current();
+  culpert_span_enter("deeper still");
+  assert_true(culpert_span_current() == deepest); /* attributed to the deepest recorded */
+  culpert_span_exit();
+  for (int i = 0; i < 10; i++)
+    culpert_span_exit();
+  assert_true(culpert_span_current() == deepest); /* back at the deepest recorded span */
+  for (int i = 0; i < CULPERT_SPAN_MAX_DEPTH; i++)
+    culpert_span_exit();
+  assert_int_equal(culpert_span_current(), 0);
+}
+
+static void test_span_underflow_counted(void **state)
+{
+  (void)state;
+  uint64_t before = culpert__span_underflows();
+  culpert_span_exit();
+  culpert_span_exit();
+  assert_int_equal(culpert__span_underflows() - before, 2);
+  assert_int_equal(culpert_span_current(), 0);
+  culpert_span_enter("after underflow");
+  assert_true(culpert_span_current() != 0);
+  culpert_span_exit();
+  assert_int_equal(culpert_span_current(), 0);
+}
+
+struct child_arg {
+  uint64_t parent_id;
+  uint32_t node;
+  uint32_t node_parent;
+  uint64_t unknown_parent_node;
+};
+
+static void *worker(void *p)
+{
+  struct child_arg *a = p;
+  culpert_span_enter_child_of("task", a->parent_id);
+  a->node = culpert__span_current_node();
+  (void)culpert__span_name(a->node, &a->node_parent);
+  culpert_span_exit();
+  culpert_span_enter_child_of("task", UINT64_C(0xFFFF0000FFFF)); /* unknown id */
+  uint32_t parent = 99;
+  (void)culpert__span_name(culpert__span_current_node(), &parent);
+  a->unknown_parent_node = parent;
+  culpert_span_exit();
+  return NULL;
+}
+
+static void test_span_enter_child_of_across_threads(void **state)
+{
+  (void)state;
+  struct child_arg a = {0};
+  pthread_t th;
+  culpert_span_enter("submit");
+  a.parent_id = culpert_span_current();
+  assert_int_equal(pthread_create(&th, NULL, worker, &a), 0);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  culpert_span_exit();
+  assert_true(a.node != 0);
+  assert_int_equal(a.node_parent, culpert__span_node_of(a.parent_id));
+  assert_int_equal(a.unknown_parent_node, 0); /* root span */
+}
+
+static void test_span_long_name_cut(void **state)
+{
+  (void)state;
+  char name[400];
+  uint32_t parent;
+  memset(name, 'x', sizeof name - 1);
+  name[sizeof name - 1] = '\0';
+  culpert_span_enter(name);
+  const char *stored = node_name(culpert__span_current_node(), &parent);
+  assert_int_equal(strlen(stored), CULPERT__SPAN_NAME_MAX);
+  culpert_span_exit();
+}
+
+/* Runs last: fills the path table. New names then attribute to their
+ * parent and are counted; known names still resolve. */
+static void test_span_table_full_counted(void **state)
+{
+  (void)state;
+  char name[32];
+  culpert_span_enter("known");
+  uint32_t known = culpert__span_current_node();
+  culpert_span_exit();
+  for (unsigned i = 0; i < CULPERT__SPAN_NODES; i++) {
+    snprintf(name, sizeof name, "n%u", i);
+    (void)culpert__span_lookup(0, name);
+  }
+  uint64_t before = culpert__span_table_full();
+  culpert_span_enter("parent of the overflow");
+  culpert_span_enter("known");
+  uint64_t outer = culpert_span_current();
+  culpert_span_enter("a brand new name");
+  assert_true(culpert__span_table_full() > before);
+  assert_int_equal(culpert__span_current_node(), culpert__span_node_of(outer));
+  assert_true(culpert_span_current() != outer); /* still a new id */
+  culpert_span_exit();
+  culpert_span_exit();
+  culpert_span_exit();
+  culpert_span_enter("known");
+  assert_int_equal(culpert__span_current_node(), known);
+  culpert_span_exit();
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_span_nesting),
+      cmocka_unit_test(test_span_ids_and_paths),
+      cmocka_unit_test(test_span_overflow_balanced),
+      cmocka_unit_test(test_span_underflow_counted),
+      cmocka_unit_test(test_span_enter_child_of_across_threads),
+      cmocka_unit_test(test_span_long_name_cut),
+      cmocka_unit_test(test_span_table_full_counted),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
