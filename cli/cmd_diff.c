@@ -912,7 +912,8 @@ static void tree_shape(struct tnode *n, const struct diff_opts *o, size_t *hidde
     n->kids[keep++] = k;
   }
   n->nkids = keep;
-  qsort(n->kids, n->nkids, sizeof *n->kids, cmp_tnodes);
+  if (n->nkids > 1)
+    qsort(n->kids, n->nkids, sizeof *n->kids, cmp_tnodes);
   n->nshow = o->top && n->nkids > o->top ? o->top : n->nkids;
   for (size_t i = 0; i < n->nshow; i++)
     tree_shape(n->kids[i], o, hidden_min);
