@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// culpert upload / pull against a local HTTP server that misbehaves on cue
+// (misbehaving_server.mjs): retries, Retry-After, cut downloads, timeouts,
+// refusals, headers sent. Every run also checks that no secret reaches the
+// output (lib.mjs). Usage: node http_test.mjs PATH/TO/culpert
+
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { after, before, beforeEach, test } from "node:test";
+
+import { CF_ID, CF_SECRET, TOKEN, closedPort, expectExit, listDir, makeProfile, randomSha, run, tempDir } from "./lib.mjs";
+import { startServer } from "./misbehaving_server.mjs";
+
+let server;
+const dir = tempDir("http");
+const profile = makeProfile(dir, "profile.pb.gz");
+const SHA = randomSha();
+const BRANCH = "feature/ü x";
+
+// Short backoff budget: most tests pass --retries explicitly.
+const conn = () => ["--endpoint", server.url, "--token", TOKEN];
+const upload = (...extra) => run(["upload", ...conn(), "--commit-sha", SHA, "--branch", BRANCH, ...extra, profile.file]);
+const answer201 = () => ({
+	status: 201,
+	headers: { "content-type": "application/json" },
+	body: JSON.stringify({ project: "default", sha: SHA, branch: BRANCH, size: profile.bytes.length, uploaded_at: "2026-01-01T00:00:00.000Z" }),
+});
+const missing = { status: 404, body: '{"error":"no profile for SHA 1234567 in project default"}' };
+
+before(async () => {
+	server = await startServer();
+});
+after(async () => {
+	await server.close();
+});
+beforeEach(() => server.reset());
+
+test("upload sends the bytes, the bearer token, the user agent and no Expect header", async () => {
+	server.plan.push(answer201());
+	const r = await upload("--project", "team.a");
+	expectExit(r, 0, "upload");
+	assert.equal(server.requests.length, 1);
+	const q = server.requests[0];
+	assert.equal(q.method, "POST");
+	assert.equal(q.url, `/v1/profiles/${SHA}?branch=feature%2F%C3%BC%20x&project=team.a`);
+	assert.equal(q.headers.authorization, `Bearer ${TOKEN}`);
+	assert.equal(q.headers.expect, undefined, "no Expect: 100-continue");
+	assert.match(q.headers["user-agent"], /^culpert\/\d+\.\d+\.\d+/);
+	assert.equal(q.headers["content-type"], "application/octet-stream");
+	assert.equal(q.headers["cf-access-client-id"], undefined);
+	assert.ok(q.body.equals(profile.bytes), "the body is the file, byte for byte");
+	assert.deepEqual(JSON.parse(r.stdout.toString()).sha, SHA, "stdout is the server's answer");
+	assert.match(r.stderr, new RegExp(`uploaded ${profile.file} as commit ${SHA} on branch ${BRANCH}`));
+});
+
+test("an upload of a large file sends no Expect header either", async () => {
+	const big = makeProfile(dir, "big.pb.gz", 3 * 1024 * 1024);
+	server.plan.push(answer201());
+	const r = await run(["upload", ...conn(), "--commit-sha", SHA, "--branch", "main", big.file]);
+	expectExit(r, 0, "upload");
+	assert.equal(server.requests[0].headers.expect, undefined);
+	assert.equal(server.requests[0].bodyBytes, big.bytes.length);
+});
+
+test("Cloudflare Access headers are forwarded next to the bearer token", async () => {
+	server.plan.push(answer201());
+	const r = await upload("--cf-access-client-id", CF_ID, "--cf-access-client-secret", CF_SECRET, "--verbose");
+	expectExit(r, 0, "upload");
+	const q = server.requests[0];
+	assert.equal(q.headers["cf-access-client-id"], CF_ID);
+	assert.equal(q.headers["cf-access-client-secret"], CF_SECRET);
+	assert.equal(q.headers.authorization, `Bearer ${TOKEN}`);
+	assert.match(r.stderr, /CF-Access-Client-Secret: \[redacted\]/);
+});
+
+test("the Access headers also come from CF_ACCESS_CLIENT_ID / _SECRET", async () => {
+	server.plan.push({ status: 200, body: profile.bytes });
+	const r = await run(["pull", ...conn(), "--sha", SHA, "-o", path.join(dir, "env.pb.gz")], {
+		env: { CF_ACCESS_CLIENT_ID: CF_ID, CF_ACCESS_CLIENT_SECRET: CF_SECRET },
+	});
+	expectExit(r, 0, "pull");
+	assert.equal(server.requests[0].headers["cf-access-client-secret"], CF_SECRET);
+});
+
+test("503 then 201: the upload is retried and succeeds", async () => {
+	server.plan.push({ status: 503, body: '{"error":"busy"}' }, answer201());
+	const r = await upload("--retries", "2");
+	expectExit(r, 0, "upload");
+	assert.equal(server.requests.length, 2);
+	assert.ok(server.requests[1].body.equals(profile.bytes), "the retry sends the whole body again");
+});
+
+test("429 with Retry-After: the client waits that long before retrying", async () => {
+	server.plan.push({ status: 429, headers: { "retry-after": "2" }, body: '{"error":"slow down"}' }, answer201());
+	const r = await upload("--retries", "1", "--verbose");
+	expectExit(r, 0, "upload");
+	assert.equal(server.requests.length, 2);
+	const gap = server.requests[1].at - server.requests[0].at;
+	// The backoff alone would be at most 0.5 s for the first retry.
+	assert.ok(gap >= 1900, `retried after ${gap.toFixed(0)} ms, Retry-After asked for 2000`);
+	assert.match(r.stderr, /Retry-After/);
+});
+
+test("5xx until the retries run out: exit 2, naming the status and the attempts", async () => {
+	server.setFallback({ status: 502, body: "<html>bad gateway</html>" });
+	const r = await upload("--retries", "2");
+	expectExit(r, 2, "upload");
+	assert.equal(server.requests.length, 3);
+	assert.match(r.stderr, /HTTP 502.*after 3 attempt\(s\)/);
+});
+
+for (const [status, pattern] of [
+	[400, /HTTP 400: bad branch/],
+	[401, /token rejected.*HTTP 401.*--token/],
+	[403, /refused.*HTTP 403/],
+	[405, /HTTP 405/],
+	[413, /larger than the archive .* accepts \(HTTP 413/],
+]) {
+	test(`${status} on upload: no retry, exit 2 with a clear message`, async () => {
+		server.setFallback({ status, body: JSON.stringify({ error: status === 400 ? "bad branch: empty" : "no" }) });
+		for (const verbose of [[], ["--verbose"]]) {
+			server.requests.length = 0;
+			const r = await upload("--retries", "3", ...verbose);
+			expectExit(r, 2, `upload answered ${status}`);
+			assert.equal(server.requests.length, 1, `${status} must not be retried`);
+			assert.match(r.stderr, pattern);
+			assert.match(r.stderr, /^culpert: error: /m);
+		}
+	});
+}
+
+test("401 on pull says the token was rejected and never shows it, even with --verbose", async () => {
+	server.setFallback({ status: 401, body: '{"error":"wrong token"}' });
+	const out = path.join(dir, "never.pb.gz");
+	const r = await run(["pull", ...conn(), "--sha", SHA, "-o", out, "--verbose"]);
+	expectExit(r, 2, "pull");
+	assert.match(r.stderr, /token rejected/);
+	assert.match(r.stderr, /Authorization: Bearer \[redacted\]/);
+	assert.ok(!fs.existsSync(out));
+});
+
+test("a server that echoes the token in its error message gets it redacted", async () => {
+	server.setFallback({ status: 400, body: JSON.stringify({ error: `you sent ${TOKEN} and ${CF_SECRET}` }) });
+	const r = await upload("--cf-access-client-id", CF_ID, "--cf-access-client-secret", CF_SECRET, "--verbose");
+	expectExit(r, 2, "upload");
+	assert.match(r.stderr, /you sent \[redacted\] and \[redacted\]/);
+});
+
+test("a successful answer echoing the token is redacted on stdout too", async () => {
+	server.plan.push({ status: 201, body: JSON.stringify({ sha: SHA, note: TOKEN }) });
+	const r = await upload();
+	expectExit(r, 0, "upload");
+	assert.match(r.stdout.toString(), /\[redacted\]/);
+});
+
+test("pull by SHA writes the bytes to -o, and pull latest encodes the branch", async () => {
+	const out = path.join(dir, "by-sha.pb.gz");
+	server.plan.push({ status: 200, body: profile.bytes }, { status: 200, body: profile.bytes });
+	let r = await run(["pull", ...conn(), "--sha", SHA.toUpperCase(), "-o", out]);
+	expectExit(r, 0, "pull --sha");
+	assert.ok(fs.readFileSync(out).equals(profile.bytes));
+	assert.equal(server.requests[0].url, `/v1/profiles/${SHA}`);
+	assert.equal(server.requests[0].method, "GET");
+
+	r = await run(["pull", ...conn(), "--latest-of", "release/1.0+rc&x=y", "--project", "p-1"]);
+	expectExit(r, 0, "pull --latest-of");
+	assert.ok(r.stdout.equals(profile.bytes), "the profile on stdout");
+	assert.equal(server.requests[1].url, "/v1/profiles/latest?branch=release%2F1.0%2Brc%26x%3Dy&project=p-1");
+});
+
+test("pull: a connection cut mid-body exits 2 and leaves no file, not even a temporary", async () => {
+	const outDir = path.join(dir, "cut");
+	fs.mkdirSync(outDir);
+	const out = path.join(outDir, "profile.pb.gz");
+	server.setFallback({ status: 200, dropAfter: 1000, totalBytes: 100000 });
+	let r = await run(["pull", ...conn(), "--sha", SHA, "-o", out, "--retries", "1"]);
+	expectExit(r, 2, "pull");
+	assert.equal(server.requests.length, 2, "a cut transfer is retried");
+	assert.match(r.stderr, /cut short/);
+	assert.deepEqual(listDir(outDir), [], "no output file and no temporary left");
+
+	// An existing file keeps its old content.
+	fs.writeFileSync(out, "old");
+	r = await run(["pull", ...conn(), "--sha", SHA, "-o", out, "--retries", "0"]);
+	expectExit(r, 2, "pull over an existing file");
+	assert.equal(fs.readFileSync(out, "utf8"), "old");
+	assert.deepEqual(listDir(outDir), ["profile.pb.gz"]);
+
+	// On stdout nothing at all is written.
+	r = await run(["pull", ...conn(), "--sha", SHA, "--retries", "0"]);
+	expectExit(r, 2, "pull to stdout");
+	assert.equal(r.stdout.length, 0);
+});
+
+test("pull: a 200 whose body is not a whole gzip stream is refused", async () => {
+	const truncated = profile.bytes.subarray(0, profile.bytes.length - 5);
+	for (const body of ["<html>Sign in with Cloudflare Access</html>", truncated]) {
+		server.reset();
+		server.plan.push({ status: 200, body });
+		const out = path.join(dir, "html.pb.gz");
+		const r = await run(["pull", ...conn(), "--sha", SHA, "-o", out]);
+		expectExit(r, 2, "pull");
+		assert.match(r.stderr, /not a complete gzip stream/);
+		assert.ok(!fs.existsSync(out));
+	}
+});
+
+test("pull: a redirect (an Access login page) is an error, not followed", async () => {
+	server.setFallback({ status: 302, headers: { location: "https://team.cloudflareaccess.com/login" } });
+	const r = await run(["pull", ...conn(), "--sha", SHA, "-o", path.join(dir, "redir.pb.gz")]);
+	expectExit(r, 2, "pull");
+	assert.equal(server.requests.length, 1);
+	assert.match(r.stderr, /redirected to https:\/\/team\.cloudflareaccess\.com\/login.*--cf-access-client-id/);
+});
+
+test("pull: 404 is an error without --allow-missing, a note with it", async () => {
+	const out = path.join(dir, "missing.pb.gz");
+	server.setFallback(missing);
+	let r = await run(["pull", ...conn(), "--sha", "1234567", "-o", out]);
+	expectExit(r, 2, "pull of a missing SHA");
+	assert.match(r.stderr, /no profile for commit 1234567 in project default/);
+	assert.ok(!fs.existsSync(out));
+
+	r = await run(["pull", ...conn(), "--latest-of", "main", "-o", out, "--allow-missing"]);
+	expectExit(r, 0, "pull --allow-missing");
+	assert.match(r.stderr, /note: no profile for branch main/);
+	assert.ok(!fs.existsSync(out), "nothing written");
+
+	r = await run(["pull", ...conn(), "--latest-of", "main", "--allow-missing"]);
+	expectExit(r, 0, "pull --allow-missing to stdout");
+	assert.equal(r.stdout.length, 0);
+	assert.equal(server.requests.length, 3, "404 is never retried");
+});
+
+test("pull: a 404 that is not the archive's (wrong base URL) stays an error with --allow-missing", async () => {
+	server.setFallback({ status: 404, body: "<html>Not Found</html>" });
+	const r = await run(["pull", ...conn(), "--sha", SHA, "--allow-missing", "-o", path.join(dir, "x.pb.gz")]);
+	expectExit(r, 2, "pull");
+	assert.match(r.stderr, /no archive API at/);
+});
+
+test("a slow server: exit 2 once --timeout has passed, retries included", async () => {
+	server.setFallback({ delayMs: 30000, status: 200, body: profile.bytes });
+	const r = await run(["pull", ...conn(), "--sha", SHA, "--timeout", "2", "--retries", "5", "-o", path.join(dir, "slow.pb.gz")]);
+	expectExit(r, 2, "pull");
+	assert.match(r.stderr, /timed out/);
+	assert.ok(r.ms < 2000 + 5000, `took ${r.ms.toFixed(0)} ms with --timeout 2`);
+	assert.ok(r.ms >= 1900, `gave up after ${r.ms.toFixed(0)} ms, before the 2 s timeout`);
+	assert.ok(!fs.existsSync(path.join(dir, "slow.pb.gz")));
+});
+
+test("an unreachable host: exit 2 quickly, naming the endpoint", async () => {
+	const port = await closedPort();
+	const endpoint = `http://127.0.0.1:${port}`;
+	const r = await run(["upload", "--endpoint", endpoint, "--token", TOKEN, "--commit-sha", SHA, "--branch", "main", profile.file]);
+	expectExit(r, 2, "upload to a closed port");
+	assert.match(r.stderr, new RegExp(`cannot reach the archive at ${endpoint}`));
+	// Default retries back off about 0.5 + 1 + 2 s at most.
+	assert.ok(r.ms < 15000, `took ${r.ms.toFixed(0)} ms`);
+});
+
+test("the connection options come from the environment", async () => {
+	server.plan.push(answer201());
+	const r = await run(["upload", profile.file], {
+		env: { CULPERT_ARCHIVE: server.url, CULPERT_TOKEN: TOKEN, CULPERT_PROJECT: "envproj", GITHUB_SHA: SHA, GITHUB_REF_NAME: "42/merge" },
+	});
+	expectExit(r, 0, "upload from the environment");
+	assert.equal(server.requests[0].url, `/v1/profiles/${SHA}?branch=42%2Fmerge&project=envproj`);
+	assert.equal(server.requests[0].headers.authorization, `Bearer ${TOKEN}`);
+});
+
+test("flags override the environment", async () => {
+	server.plan.push(answer201());
+	const r = await run(["upload", "--token", TOKEN, "--branch", "flag-branch", profile.file], {
+		env: { CULPERT_ARCHIVE: server.url, CULPERT_TOKEN: "env-token-unused", GITHUB_SHA: SHA, GITHUB_REF_NAME: "env-branch" },
+	});
+	expectExit(r, 0, "upload");
+	assert.equal(server.requests[0].url, `/v1/profiles/${SHA}?branch=flag-branch`);
+	assert.equal(server.requests[0].headers.authorization, `Bearer ${TOKEN}`);
+});
