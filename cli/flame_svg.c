@@ -282,15 +282,19 @@ static void write_frame(FILE *f, const struct culpert__flame *fg, const struct r
   fprintf(f, "\"><title>%s", kind);
   xml_text(f, shown);
   fprintf(f, "&#10;%s (%.2f%%)</title>", value, pct);
-  fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"/>", r->x, y,
-          r->w, FRAME_H - 1, colour);
-  /* The label as the script would cut it (CHAR_W per column). */
+  char x[32], w[32];
+  snprintf(x, sizeof x, "%.2f", r->x);
+  snprintf(w, sizeof w, "%.2f", r->w);
+  fprintf(f, "<rect x=\"%s\" y=\"%.1f\" width=\"%s\" height=\"%.0f\" fill=\"%s\"/>", x, y, w,
+          FRAME_H - 1, colour);
+  /* The label as the script cuts it (CHAR_W per column), from the width as
+   * written, so both always agree. */
   char label[1024];
   label[0] = '\0';
-  double cols = (r->w - 6) / CHAR_W;
+  double cols = (strtod(w, NULL) - 6) / CHAR_W;
   if (cols >= 3)
     culpert__truncate(shown, cols > 200 ? 200 : (size_t)cols, label, sizeof label);
-  fprintf(f, "<text x=\"%.2f\" y=\"%.1f\">", r->x + 3, y + FRAME_H - 4.5);
+  fprintf(f, "<text x=\"%.2f\" y=\"%.1f\">", strtod(x, NULL) + 3, y + FRAME_H - 4.5);
   xml_text(f, label);
   fputs("</text></g>\n", f);
 }
