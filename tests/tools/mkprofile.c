@@ -157,11 +157,12 @@ static pb_value_type *value_type(const char *type, const char *unit)
 struct span {
   int64_t id, parent;
   char *name;
+  bool sampled; /* some sample used span=ID */
 };
 static struct span *spans;
 static size_t nspans;
 
-static const struct span *find_span(int64_t id)
+static struct span *find_span(int64_t id)
 {
   for (size_t i = 0; i < nspans; i++)
     if (spans[i].id == id)
@@ -307,6 +308,12 @@ static void add_sample(char *rest)
 
   char *save = NULL;
   for (char *tok = strtok_r(rest, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+    if (strncmp(tok, "stack=", 6) == 0 && save && *save) {
+      /* stack= is last and takes the rest of the line: C++ frames have
+       * spaces. Undo strtok's cut. */
+      tok[strlen(tok)] = ' ';
+      save += strlen(save);
+    }
     char *eq = strchr(tok, '=');
     if (!eq)
       die("sample field '%s' is not key=value", tok);
@@ -337,9 +344,10 @@ static void add_sample(char *rest)
         if (i < s->n_value)
           s->value[i] = parse_int(v, "values");
     } else if (strcmp(key, "span") == 0) {
-      const struct span *sp = find_span(parse_int(val, "span"));
+      struct span *sp = find_span(parse_int(val, "span"));
       if (!sp)
         die("span %s is not declared", val);
+      sp->sampled = true;
       PUSH(s->label, s->n_label, label("span_name", sp->name, 0));
       PUSH(s->label, s->n_label, label("span_id", NULL, sp->id));
       if (sp->parent)
@@ -367,6 +375,25 @@ static void add_sample(char *rest)
     }
   }
   PUSH(prof.sample, prof.n_sample, s);
+}
+
+/* Like culpert's writer: every declared span that is the parent of a
+ * declared span but has no sample of its own gets one synthetic sample with
+ * zero values, no stack and its span labels, so its name resolves. */
+static void add_synthetic_ancestors(void)
+{
+  for (size_t i = 0; i < nspans; i++) {
+    if (spans[i].sampled)
+      continue;
+    bool is_parent = false;
+    for (size_t j = 0; j < nspans && !is_parent; j++)
+      is_parent = spans[j].parent == spans[i].id;
+    if (!is_parent)
+      continue;
+    char line[64];
+    snprintf(line, sizeof line, "span=%" PRId64, spans[i].id);
+    add_sample(line);
+  }
 }
 
 /* `bad WHAT`: break one rule of the format, after everything else is built. */
@@ -478,7 +505,7 @@ static void directive(char *line)
       die("span needs: ID PARENT NAME");
     struct span sp = {parse_int(id, "span id"),
                       strcmp(parent, "-") == 0 ? 0 : parse_int(parent, "span parent"),
-                      xstrdup(name)};
+                      xstrdup(name), false};
     PUSH(spans, nspans, sp);
   } else if (strcmp(p, "sample") == 0) {
     add_sample(rest);
@@ -553,6 +580,7 @@ int main(int argc, char **argv)
     fclose(in);
   set_types();
   lineno = 0;
+  add_synthetic_ancestors();
   for (size_t i = 0; i < nbads; i++)
     apply_bad(bads[i]);
 
