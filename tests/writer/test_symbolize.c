@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * test_symbolize.c: mappings, build ids and ELF symbol lookup, checked
+ * against what the kernel (/proc/self/maps) and binutils (readelf -n) say
+ * about this very test binary; plus truncated and corrupt ELF files, which
+ * must cost names, never a crash.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "symbolize.h"
+
+static volatile int sink;
+
+/* Static, so its name is only in .symtab, never in .dynsym. */
+__attribute__((noinline)) static void symbolize_fixture_static(void) {
+  for (int i = 0; i < 16; i++)
+    sink = sink * 3 + i;
+}
+
+static void exe_path(char *buf, size_t len) {
+  ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+  assert_true(n > 0);
+  buf[n] = '\0';
+}
+
+/* The build id as `readelf -n` prints it, or "" when readelf is missing. */
+static void readelf_build_id(const char *path, char *out, size_t len) {
+  char cmd[PATH_MAX + 64];
+  out[0] = '\0';
+  snprintf(cmd, sizeof cmd, "readelf -n '%s' 2>/dev/null", path);
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    char *p = strstr(line, "Build ID: ");
+    if (p) {
+      snprintf(out, len, "%s", p + strlen("Build ID: "));
+      out[strcspn(out, "\n ")] = '\0';
+    }
+  }
+  pclose(f);
+}
+
+static void test_symbolize_main_mapping_matches_system(void **state) {
+  (void)state;
+  struct culpert__symbolizer *s;
+  assert_int_equal(culpert__symbolize_open(&s), 0);
+  assert_true(culpert__symbolize_nmaps(s) >= 2);
+
+  const struct culpert__smap *m = culpert__symbolize_map(s, 0);
+  char exe[PATH_MAX];
+  exe_path(exe, sizeof exe);
+  assert_true(m->is_main);
+  assert_false(m->is_self); /* culpert_core is linked statically here */
+  assert_string_equal(m->path, exe);
+
+  char want[256];
+  readelf_build_id(exe, want, sizeof want);
+  if (want[0])
+    assert_string_equal(m->build_id, want);
+  else
+    print_message("readelf not found: build id not cross-checked\n");
+  assert_true(strlen(m->build_id) >= 16);
+
+  uint64_t fn = (uint64_t)(uintptr_t)symbolize_fixture_static;
+  assert_int_equal(culpert__symbolize_find_map(s, fn), 0);
+
+  /* The same start, end and offset as the kernel's r-x line. */
+  FILE *maps = fopen("/proc/self/maps", "r");
+  assert_non_null(maps);
+  char line[PATH_MAX + 128];
+  int seen = 0;
+  while (fgets(line, sizeof line, maps)) {
+    unsigned long long start, end, off;
+    char perms[8];
+    if (sscanf(line, "%llx-%llx %7s %llx", &start, &end, perms, &off) != 4)
+      continue;
+    if (fn < start || fn >= end)
+      continue;
+    assert_int_equal(m->start, start);
+    assert_int_equal(m->limit, end);
+    assert_int_equal(m->offset, off);
+    assert_int_equal(perms[2], 'x');
+    seen = 1;
+  }
+  fclose(maps);
+  assert_true(seen);
+  culpert__symbolize_close(s);
+}
+
+static void test_symbolize_static_function_from_symtab(void **state) {
+  (void)state;
+  struct culpert__symbolizer *s;
+  struct culpert__symbol sym;
+  assert_int_equal(culpert__symbolize_open(&s), 0);
+  uint64_t fn = (uint64_t)(uintptr_t)symbolize_fixture_static;
+  for (uint64_t off = 0; off < 8; off++) {
+    assert_int_equal(culpert__symbolize_addr(s, fn + off, &sym), 0);
+    assert_string_equal(sym.name, "symbolize_fixture_static");
+  }
+  /* A libc function, in a shared library mapping. */
+  uint64_t lib = (uint64_t)(uintptr_t)&strtoul;
+  long mi = culpert__symbolize_find_map(s, lib);
+  assert_true(mi > 0);
+  assert_non_null(strstr(culpert__symbolize_map(s, (size_t)mi)->path, "libc.so"));
+  assert_int_equal(culpert__symbolize_addr(s, lib, &sym), 0);
+  assert_non_null(strstr(sym.name, "strtoul"));
+  culpert__symbolize_close(s);
+}
+
+static void test_symbolize_unknown_address(void **state) {
+  (void)state;
+  struct culpert__symbolizer *s;
+  struct culpert__symbol sym;
+  assert_int_equal(culpert__symbolize_open(&s), 0);
+  assert_int_equal(culpert__symbolize_find_map(s, 0x10), -1);
+  assert_int_equal(culpert__symbolize_addr(s, 0x10, &sym), -ENOENT);
+  assert_null(sym.name);
+  /* Data, not code: the heap is in no executable mapping. */
+  char *heap = malloc(16);
+  assert_int_equal(culpert__symbolize_find_map(s, (uint64_t)(uintptr_t)heap), -1);
+  free(heap);
+  culpert__symbolize_close(s);
+}
+
+static void test_symbolize_vdso(void **state) {
+  (void)state;
+  if (!getauxval(AT_SYSINFO_EHDR)) {
+    print_message("SKIPPED: no vdso in this process\n");
+    skip();
+  }
+  struct culpert__symbolizer *s;
+  assert_int_equal(culpert__symbolize_open(&s), 0);
+  const struct culpert__smap *v = NULL;
+  for (size_t i = 0; i < culpert__symbolize_nmaps(s); i++)
+    if (culpert__symbolize_map(s, i)->is_vdso)
+      v = culpert__symbolize_map(s, i);
+  assert_non_null(v);
+  assert_string_equal(v->path, "[vdso]");
+  int named = 0;
+  for (uint64_t a = v->start; a < v->limit && !named; a += 4) {
+    struct culpert__symbol sym;
+    if (culpert__symbolize_addr(s, a, &sym) == 0)
+      named = strstr(sym.name, "vdso") || strstr(sym.name, "time");
+  }
+  assert_true(named);
+  culpert__symbolize_close(s);
+}
+
+/* Load bias of the main executable. */
+static int main_bias_cb(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  *(uint64_t *)data = info->dlpi_addr;
+  return 1;
+}
+
+static void test_symbolize_symtab_of_file(void **state) {
+  (void)state;
+  char exe[PATH_MAX];
+  exe_path(exe, sizeof exe);
+  struct culpert__symtab *t;
+  assert_int_equal(culpert__symtab_load(exe, &t), 0);
+  assert_true(culpert__symtab_is_full(t));
+  assert_true(culpert__symtab_count(t) > 10);
+  uint64_t bias = 0;
+  dl_iterate_phdr(main_bias_cb, &bias);
+  uint64_t vaddr = (uint64_t)(uintptr_t)symbolize_fixture_static - bias;
+  assert_string_equal(culpert__symtab_lookup(t, vaddr + 2), "symbolize_fixture_static");
+  assert_null(culpert__symtab_lookup(t, 0));
+  culpert__symtab_free(t);
+
+  assert_int_equal(culpert__symtab_load("/nonexistent/culpert", &t), -ENOENT);
+  assert_null(t);
+  assert_int_equal(culpert__symtab_load("/proc/self/maps", &t), -ENOEXEC);
+  assert_int_equal(culpert__symtab_load("/", &t), -ENOEXEC);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Bad files                                                               */
+
+/* Reads the whole file at `path`. */
+static unsigned char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  long n = ftell(f);
+  assert_true(n > 0);
+  rewind(f);
+  unsigned char *buf = malloc((size_t)n);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  *len = (size_t)n;
+  return buf;
+}
+
+/* Writes bytes to a temp file, loads it, looks something up, and returns
+ * the load result; the test passes if this returns at all. */
+static int load_bytes(const unsigned char *bytes, size_t len) {
+  char path[] = "/tmp/culpert-test-elf-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  if (len)
+    assert_int_equal(write(fd, bytes, len), (ssize_t)len);
+  close(fd);
+  struct culpert__symtab *t = NULL;
+  int rc = culpert__symtab_load(path, &t);
+  if (rc == 0) {
+    for (uint64_t a = 0; a < 0x20000; a += 0x101)
+      (void)culpert__symtab_lookup(t, a);
+  } else {
+    assert_true(rc < 0);
+    assert_null(t);
+  }
+  culpert__symtab_free(t);
+  unlink(path);
+  return rc;
+}
+
+static void test_symbolize_truncated_elf(void **state) {
+  (void)state;
+  char exe[PATH_MAX];
+  exe_path(exe, sizeof exe);
+  size_t len;
+  unsigned char *elf = slurp(exe, &len);
+  /* Cut everywhere interesting and at 64 evenly spread sizes. */
+  size_t cuts[80];
+  size_t n = 0;
+  cuts[n++] = 0;
+  cuts[n++] = 4;
+  cuts[n++] = sizeof(Elf64_Ehdr) - 1;
+  cuts[n++] = sizeof(Elf64_Ehdr);
+  const Elf64_Ehdr *eh = (const void *)elf;
+  cuts[n++] = eh->e_shoff;
+  cuts[n++] = eh->e_shoff + sizeof(Elf64_Shdr) * eh->e_shnum - 1;
+  for (size_t i = 1; i <= 64; i++)
+    cuts[n++] = len * i / 65;
+  for (size_t i = 0; i < n; i++)
+    if (cuts[i] < len)
+      assert_true(load_bytes(elf, cuts[i]) <= 0);
+  /* The section headers are at the end: every cut loses them. */
+  assert_int_equal(load_bytes(elf, len / 2), -ENOEXEC);
+  assert_int_equal(load_bytes(elf, len), 0);
+  free(elf);
+}
+
+static void test_symbolize_corrupt_elf(void **state) {
+  (void)state;
+  char exe[PATH_MAX];
+  exe_path(exe, sizeof exe);
+  size_t len;
+  unsigned char *orig = slurp(exe, &len);
+  unsigned char *elf = malloc(len);
+  assert_non_null(elf);
+  const Elf64_Ehdr *oeh = (const void *)orig;
+  Elf64_Ehdr *eh = (void *)elf;
+
+  /* Locate .symtab and its string table in the original. */
+  const Elf64_Shdr *osh = (const void *)(orig + oeh->e_shoff);
+  size_t symtab = 0;
+  for (size_t i = 0; i < oeh->e_shnum; i++)
+    if (osh[i].sh_type == SHT_SYMTAB)
+      symtab = i;
+  assert_true(symtab > 0);
+  size_t strtab = osh[symtab].sh_link;
+
+#define MUTATE(stmt)                                                                               \
+  do {                                                                                             \
+    memcpy(elf, orig, len);                                                                        \
+    Elf64_Shdr *sh = (void *)(elf + oeh->e_shoff);                                                 \
+    Elf64_Sym *syms = (void *)(elf + osh[symtab].sh_offset);                                       \
+    (void)sh;                                                                                      \
+    (void)syms;                                                                                    \
+    stmt;                                                                                          \
+    load_bytes(elf, len);                                                                          \
+  } while (0)
+
+  MUTATE(eh->e_shoff = UINT64_MAX - 8);
+  MUTATE(eh->e_shoff = len - 1);
+  MUTATE(eh->e_shnum = 0xffff);
+  MUTATE(eh->e_shentsize = 7);
+  MUTATE(eh->e_ident[EI_CLASS] = ELFCLASS32);
+  MUTATE(sh[symtab].sh_offset = len - 8);
+  MUTATE(sh[symtab].sh_size = UINT64_MAX);
+  MUTATE(sh[symtab].sh_entsize = 0);
+  MUTATE(sh[symtab].sh_link = 0xffffffff);
+  MUTATE(sh[symtab].sh_link = (uint32_t)symtab); /* links to itself: not a STRTAB */
+  MUTATE(sh[strtab].sh_size = UINT64_MAX / 2);
+  MUTATE(sh[strtab].sh_offset = len);
+  /* String table without a final NUL: names running off its end. */
+  MUTATE(elf[osh[strtab].sh_offset + osh[strtab].sh_size - 1] = 'x');
+  /* Every symbol's name offset far out of range, every size huge. */
+  MUTATE(for (size_t i = 0; i < osh[symtab].sh_size / sizeof *syms; i++) {
+    syms[i].st_name = 0xfffffff0u;
+    syms[i].st_size = UINT64_MAX;
+  });
+  /* Random bytes over the section header table. */
+  MUTATE(srand(7); for (size_t i = 0; i < sizeof(Elf64_Shdr) * oeh->e_shnum; i++)
+             elf[oeh->e_shoff + i] = (unsigned char)rand());
+#undef MUTATE
+  free(elf);
+  free(orig);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_symbolize_main_mapping_matches_system),
+      cmocka_unit_test(test_symbolize_static_function_from_symtab),
+      cmocka_unit_test(test_symbolize_unknown_address),
+      cmocka_unit_test(test_symbolize_vdso),
+      cmocka_unit_test(test_symbolize_symtab_of_file),
+      cmocka_unit_test(test_symbolize_truncated_elf),
+      cmocka_unit_test(test_symbolize_corrupt_elf),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
