@@ -41,13 +41,13 @@
 #include "archive.h"
 #include "cli.h"
 
-#define DEFAULT_PROJECT "default"
-#define MAX_BRANCH_BYTES 255
-#define MAX_ANSWER_BYTES (1024u * 1024u)     /* JSON answers and error bodies */
-#define MAX_INFLATED (8ull * 1024 * 1024 * 1024) /* gzip check gives up past this */
-#define MAX_RECORD_BYTES 4096
-#define BACKOFF_BASE_S 0.5
-#define BACKOFF_CAP_S 30.0
+#define DEFAULT_PROJECT    "default"
+#define MAX_BRANCH_BYTES   255
+#define MAX_ANSWER_BYTES   (1024u * 1024u)             /* JSON answers and error bodies */
+#define MAX_INFLATED       (8ull * 1024 * 1024 * 1024) /* gzip check gives up past this */
+#define MAX_RECORD_BYTES   4096
+#define BACKOFF_BASE_S     0.5
+#define BACKOFF_CAP_S      30.0
 #define MAX_SERVER_MESSAGE 300
 
 const char culpert__archive_options_help[] =
@@ -536,10 +536,12 @@ int culpert__archive_write_atomic(const char *path, const void *data, size_t len
     snprintf(dir, sizeof dir, ".");
   else if (slash == path)
     snprintf(dir, sizeof dir, "/");
-  else if ((size_t)(slash - path) >= sizeof dir)
-    return culpert__error("path too long: '%s'", path), -ENAMETOOLONG;
-  else
+  else if ((size_t)(slash - path) < sizeof dir)
     snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+  else {
+    culpert__error("path too long: '%s'", path);
+    return -ENAMETOOLONG;
+  }
 
   int rc = write_temp(dir, base, data, len, path, tmp);
   if (rc < 0)
@@ -856,22 +858,25 @@ static int local_paths(const struct culpert__archive *a, struct local *l)
   return 0;
 }
 
-/* mkdir -p */
+/* mkdir -p: creates `path` and its missing parents. */
 static int make_dirs(const char *path)
 {
   char tmp[PATH_MAX];
   snprintf(tmp, sizeof tmp, "%s", path);
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/')
+  for (char *p = tmp + 1;; p++) {
+    if (*p != '/' && *p != '\0')
       continue;
+    char saved = *p;
     *p = '\0';
-    if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
-      return culpert__error("cannot create directory '%s': %s", tmp, strerror(errno)), -errno;
-    *p = '/';
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) {
+      int rc = -errno;
+      culpert__error("cannot create directory '%s': %s", tmp, strerror(errno));
+      return rc;
+    }
+    if (saved == '\0')
+      return 0;
+    *p = saved;
   }
-  if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
-    return culpert__error("cannot create directory '%s': %s", tmp, strerror(errno)), -errno;
-  return 0;
 }
 
 static int local_upload(const struct culpert__archive *a, const char *sha, const char *branch,
@@ -1177,8 +1182,9 @@ static void report_transport(const struct culpert__archive *a, CURLcode c, const
   case CURLE_SSL_CACERT_BADFILE:
   case CURLE_SSL_CERTPROBLEM:
   case CURLE_SSL_CONNECT_ERROR:
-    error_redacted(a, "TLS with the archive at %s failed: %s (CA bundle: --cacert / "
-                      "CULPERT_CACERT)",
+    error_redacted(a,
+                   "TLS with the archive at %s failed: %s (CA bundle: --cacert / "
+                   "CULPERT_CACERT)",
                    ep, detail);
     break;
   case CURLE_PARTIAL_FILE:
@@ -1189,8 +1195,7 @@ static void report_transport(const struct culpert__archive *a, CURLcode c, const
     break;
   case CURLE_WRITE_ERROR:
     if (body_overflow) {
-      error_redacted(a, "the answer from the archive at %s is larger than %zu bytes", ep,
-                     max_body);
+      error_redacted(a, "the answer from the archive at %s is larger than %zu bytes", ep, max_body);
       break;
     }
     /* fall through */
@@ -1274,6 +1279,7 @@ static int http_request(const struct culpert__archive *a, const char *url,
     curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
   }
 
+  CURLcode c = CURLE_OK;
   for (int attempt = 0;; attempt++) {
     double left = deadline - mono_s();
     long left_ms = left > 0.001 ? (long)(left * 1000) : 1;
@@ -1282,6 +1288,7 @@ static int http_request(const struct culpert__archive *a, const char *url,
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect > 0.001 ? (long)(connect * 1000) : 1L);
     ans->body.len = 0;
     ans->body.overflow = 0;
+    ans->status = 0;
     errbuf[0] = '\0';
     if (a->verbose) {
       print_redacted(a, "> %s %s (attempt %d of %d)", method, url, attempt + 1, a->retries + 1);
@@ -1293,24 +1300,23 @@ static int http_request(const struct culpert__archive *a, const char *url,
         print_redacted(a, "> Content-Type: application/octet-stream, %zu bytes", body_len);
     }
     double started = mono_s();
-    CURLcode c = curl_easy_perform(h);
+    c = curl_easy_perform(h);
     ans->attempts = attempt + 1;
-    long status = 0;
     curl_off_t retry_after = 0;
     if (c == CURLE_OK) {
-      curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+      curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &ans->status);
       curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &retry_after);
       if (a->verbose)
-        print_redacted(a, "< HTTP %ld, %zu bytes in %.2f s", status, ans->body.len,
+        print_redacted(a, "< HTTP %ld, %zu bytes in %.2f s", ans->status, ans->body.len,
                        mono_s() - started);
     } else if (a->verbose) {
       print_redacted(a, "< no answer: %s", errbuf[0] ? errbuf : curl_easy_strerror(c));
     }
 
-    int retryable = c == CURLE_OK ? status == 429 || (status >= 500 && status <= 599)
+    int retryable = c == CURLE_OK ? ans->status == 429 || (ans->status >= 500 && ans->status <= 599)
                                   : !curl_permanent(c);
     if (!retryable || attempt >= a->retries)
-      goto final;
+      break;
     double delay = backoff_s(attempt);
     if (c == CURLE_OK && retry_after > 0)
       delay = retry_after < CULPERT_ARCHIVE_RETRY_AFTER_CAP_S
@@ -1320,33 +1326,27 @@ static int http_request(const struct culpert__archive *a, const char *url,
       if (a->verbose)
         print_redacted(a, "no retry: waiting %.1f s would pass --timeout %g s", delay,
                        a->timeout_s);
-      goto final;
+      break;
     }
-    if (a->verbose) {
-      if (c == CURLE_OK)
-        print_redacted(a, "retrying in %.2f s after HTTP %ld%s", delay, status,
-                       retry_after > 0 ? " (Retry-After)" : "");
-      else
-        print_redacted(a, "retrying in %.2f s after a transport error", delay);
-    }
+    if (a->verbose && c == CURLE_OK)
+      print_redacted(a, "retrying in %.2f s after HTTP %ld%s", delay, ans->status,
+                     retry_after > 0 ? " (Retry-After)" : "");
+    else if (a->verbose)
+      print_redacted(a, "retrying in %.2f s after a transport error", delay);
     sleep_s(delay);
-    continue;
+  }
 
-  final:
-    if (c != CURLE_OK) {
-      report_transport(a, c, errbuf, ans->attempts, ans->body.overflow, max_answer);
-      rc = c == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
-      goto out;
-    }
-    ans->status = status;
-    if (status >= 300 && status < 400) {
-      char *loc = NULL;
-      const char *secrets[3];
-      secrets_of(a, secrets);
-      curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &loc);
-      ans->location = culpert__archive_redact(loc ? loc : "(no Location)", secrets);
-    }
-    break;
+  if (c != CURLE_OK) {
+    report_transport(a, c, errbuf, ans->attempts, ans->body.overflow, max_answer);
+    rc = c == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
+    goto out;
+  }
+  if (ans->status >= 300 && ans->status < 400) {
+    char *loc = NULL;
+    const char *secrets[3];
+    secrets_of(a, secrets);
+    curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &loc);
+    ans->location = culpert__archive_redact(loc ? loc : "(no Location)", secrets);
   }
 out:
   if (auth.p)
@@ -1382,9 +1382,8 @@ static char *server_message(const struct culpert__archive *a, const struct buf *
       snprintf(text, sizeof text, "%.*s", MAX_SERVER_MESSAGE, skip_ws(p + 1));
   }
   if (!text[0])
-    snprintf(text, sizeof text, "%.*s", (int)(body->len < MAX_SERVER_MESSAGE ? body->len
-                                                                             : MAX_SERVER_MESSAGE),
-             s);
+    snprintf(text, sizeof text, "%.*s",
+             (int)(body->len < MAX_SERVER_MESSAGE ? body->len : MAX_SERVER_MESSAGE), s);
   for (char *c = text; *c; c++)
     if (*c == '\n' || *c == '\r' || *c == '\t')
       *c = ' ';
@@ -1416,8 +1415,9 @@ static void report_status(const struct culpert__archive *a, const struct http_an
     error_redacted(a, "'%s' is larger than the archive at %s accepts (HTTP 413%s)", file, ep,
                    detail);
   else if (st == 404)
-    error_redacted(a, "no archive API at %s (HTTP 404%s); --endpoint must be the archive's base "
-                      "URL",
+    error_redacted(a,
+                   "no archive API at %s (HTTP 404%s); --endpoint must be the archive's base "
+                   "URL",
                    ep, detail);
   else if (st >= 300 && st < 400)
     error_redacted(a,
@@ -1425,8 +1425,8 @@ static void report_status(const struct culpert__archive *a, const struct http_an
                    "give --cf-access-client-id and --cf-access-client-secret",
                    ep, ans->location ? ans->location : "?", st);
   else if (st == 429 || st >= 500)
-    error_redacted(a, "%s failed: the archive at %s answered HTTP %ld%s after %d attempt(s)",
-                   doing, ep, st, detail, ans->attempts);
+    error_redacted(a, "%s failed: the archive at %s answered HTTP %ld%s after %d attempt(s)", doing,
+                   ep, st, detail, ans->attempts);
   else
     error_redacted(a, "%s failed: the archive at %s answered HTTP %ld%s", doing, ep, st, detail);
   free(msg);

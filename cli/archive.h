@@ -21,11 +21,11 @@
 #include <stddef.h>
 
 /* Defaults of the connection options (cli/README.md, "upload"). */
-#define CULPERT_ARCHIVE_TIMEOUT_S 300.0       /* whole operation, retries included */
-#define CULPERT_ARCHIVE_CONNECT_TIMEOUT_S 10.0 /* per attempt */
-#define CULPERT_ARCHIVE_RETRIES 3              /* extra attempts after the first */
-#define CULPERT_ARCHIVE_MAX_RETRIES 10
-#define CULPERT_ARCHIVE_RETRY_AFTER_CAP_S 60   /* a longer Retry-After is cut to this */
+#define CULPERT_ARCHIVE_TIMEOUT_S         300.0 /* whole operation, retries included */
+#define CULPERT_ARCHIVE_CONNECT_TIMEOUT_S 10.0  /* per attempt */
+#define CULPERT_ARCHIVE_RETRIES           3     /* extra attempts after the first */
+#define CULPERT_ARCHIVE_MAX_RETRIES       10
+#define CULPERT_ARCHIVE_RETRY_AFTER_CAP_S 60 /* a longer Retry-After is cut to this */
 /* Largest profile uploaded or pulled. The worker's default limit is 32 MiB. */
 #define CULPERT_ARCHIVE_MAX_PROFILE (1024u * 1024u * 1024u)
 
@@ -60,17 +60,19 @@ enum {
 
 /* The struct option entries for those codes, for a command's long-option
  * table (followed by the command's own entries and the zero terminator). */
-#define CULPERT_ARCHIVE_LONG_OPTIONS                                                              \
-  {"endpoint", required_argument, NULL, CULPERT_ARCHIVE_OPT_ENDPOINT},                            \
-      {"token", required_argument, NULL, CULPERT_ARCHIVE_OPT_TOKEN},                              \
-      {"project", required_argument, NULL, CULPERT_ARCHIVE_OPT_PROJECT},                          \
-      {"cf-access-client-id", required_argument, NULL, CULPERT_ARCHIVE_OPT_CF_ID},                \
-      {"cf-access-client-secret", required_argument, NULL, CULPERT_ARCHIVE_OPT_CF_SECRET},        \
-      {"cacert", required_argument, NULL, CULPERT_ARCHIVE_OPT_CACERT},                            \
-      {"timeout", required_argument, NULL, CULPERT_ARCHIVE_OPT_TIMEOUT},                          \
-      {"connect-timeout", required_argument, NULL, CULPERT_ARCHIVE_OPT_CONNECT_TIMEOUT},          \
-      {"retries", required_argument, NULL, CULPERT_ARCHIVE_OPT_RETRIES},                          \
-      {"verbose", no_argument, NULL, CULPERT_ARCHIVE_OPT_VERBOSE}
+/* clang-format off */
+#define CULPERT_ARCHIVE_LONG_OPTIONS                                                  \
+  {"endpoint", required_argument, NULL, CULPERT_ARCHIVE_OPT_ENDPOINT},                \
+  {"token", required_argument, NULL, CULPERT_ARCHIVE_OPT_TOKEN},                      \
+  {"project", required_argument, NULL, CULPERT_ARCHIVE_OPT_PROJECT},                  \
+  {"cf-access-client-id", required_argument, NULL, CULPERT_ARCHIVE_OPT_CF_ID},        \
+  {"cf-access-client-secret", required_argument, NULL, CULPERT_ARCHIVE_OPT_CF_SECRET}, \
+  {"cacert", required_argument, NULL, CULPERT_ARCHIVE_OPT_CACERT},                    \
+  {"timeout", required_argument, NULL, CULPERT_ARCHIVE_OPT_TIMEOUT},                  \
+  {"connect-timeout", required_argument, NULL, CULPERT_ARCHIVE_OPT_CONNECT_TIMEOUT},  \
+  {"retries", required_argument, NULL, CULPERT_ARCHIVE_OPT_RETRIES},                  \
+  {"verbose", no_argument, NULL, CULPERT_ARCHIVE_OPT_VERBOSE}
+/* clang-format on */
 
 /* The help text of those options, for a command's --help. */
 extern const char culpert__archive_options_help[];
@@ -95,11 +97,13 @@ int culpert__archive_resolve(struct culpert__archive *a);
 int culpert__archive_is_local(const char *endpoint);
 
 /* Input rules shared with the worker. Each returns 0 or -EINVAL; on
- * -EINVAL *why (when not NULL) points at a static reason. */
-int culpert__archive_check_sha(const char *sha, const char **why);        /* 7-64 hex */
-int culpert__archive_check_branch(const char *branch, const char **why);  /* 1-255 bytes,
-                                                                             UTF-8, no controls */
-int culpert__archive_check_project(const char *project, const char **why); /* [A-Za-z0-9][A-Za-z0-9._-]{0,63} */
+ * -EINVAL *why (when not NULL) points at a static reason.
+ *   SHA:     7 to 64 hex digits, either case
+ *   branch:  1 to 255 bytes of well-formed UTF-8 without C0/DEL/C1 controls
+ *   project: 1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or digit */
+int culpert__archive_check_sha(const char *sha, const char **why);
+int culpert__archive_check_branch(const char *branch, const char **why);
+int culpert__archive_check_project(const char *project, const char **why);
 
 /* Copies `text` into a new string with every occurrence of each non-empty
  * string of the NULL-terminated `secrets` replaced by "[redacted]" and

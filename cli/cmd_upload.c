@@ -72,8 +72,7 @@ int culpert__cmd_upload(int argc, char **argv)
       culpert__error("upload: %s needs a value", argv[optind - 1]);
       goto out;
     default:
-      culpert__error("upload: unknown option '%s' (try 'culpert upload --help')",
-                     argv[optind - 1]);
+      culpert__error("upload: unknown option '%s' (try 'culpert upload --help')", argv[optind - 1]);
       goto out;
     }
   }

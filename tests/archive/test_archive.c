@@ -41,7 +41,7 @@ static void test_archive_sha_rules(void **state)
       {"abcdef1", 1},
       {"ABCDEF1", 1},
       {"0123456789abcdef0123456789abcdef01234567", 1},
-      {"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", 1}, /* 64 */
+      {"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", 1},  /* 64 */
       {"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0", 0}, /* 65 */
       {"abcdef", 0},
       {"", 0},
@@ -80,11 +80,11 @@ static void test_archive_branch_rules(void **state)
       {"tab\there", 0},
       {"new\nline", 0},
       {"del\x7f", 0},
-      {"c1\xc2\x85", 0},        /* U+0085, a C1 control */
-      {"bad\xff", 0},           /* not UTF-8 */
-      {"overlong\xc0\xaf", 0},  /* overlong '/' */
+      {"c1\xc2\x85", 0},       /* U+0085, a C1 control */
+      {"bad\xff", 0},          /* not UTF-8 */
+      {"overlong\xc0\xaf", 0}, /* overlong '/' */
       {"surrogate\xed\xa0\x80", 0},
-      {"cut\xe6\x97", 0},       /* truncated sequence */
+      {"cut\xe6\x97", 0}, /* truncated sequence */
   };
   (void)state;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -103,7 +103,7 @@ static void test_archive_project_rules(void **state)
       {"default", 1},
       {"team.a_b-c", 1},
       {"9lives", 1},
-      {"a234567890123456789012345678901234567890123456789012345678901234", 1}, /* 64 */
+      {"a234567890123456789012345678901234567890123456789012345678901234", 1},  /* 64 */
       {"a2345678901234567890123456789012345678901234567890123456789012345", 0}, /* 65 */
       {"", 0},
       {".", 0},
@@ -166,18 +166,12 @@ static void test_archive_option_values(void **state)
     const char *arg;
     int ok;
   } cases[] = {
-      {CULPERT_ARCHIVE_OPT_TIMEOUT, "2.5", 1},
-      {CULPERT_ARCHIVE_OPT_TIMEOUT, "0", 0},
-      {CULPERT_ARCHIVE_OPT_TIMEOUT, "-1", 0},
-      {CULPERT_ARCHIVE_OPT_TIMEOUT, "nan", 0},
-      {CULPERT_ARCHIVE_OPT_TIMEOUT, "10s", 0},
-      {CULPERT_ARCHIVE_OPT_CONNECT_TIMEOUT, "1", 1},
-      {CULPERT_ARCHIVE_OPT_CONNECT_TIMEOUT, "", 0},
-      {CULPERT_ARCHIVE_OPT_RETRIES, "0", 1},
-      {CULPERT_ARCHIVE_OPT_RETRIES, "10", 1},
-      {CULPERT_ARCHIVE_OPT_RETRIES, "11", 0},
-      {CULPERT_ARCHIVE_OPT_RETRIES, "-1", 0},
-      {CULPERT_ARCHIVE_OPT_RETRIES, "x", 0},
+      {CULPERT_ARCHIVE_OPT_TIMEOUT, "2.5", 1},      {CULPERT_ARCHIVE_OPT_TIMEOUT, "0", 0},
+      {CULPERT_ARCHIVE_OPT_TIMEOUT, "-1", 0},       {CULPERT_ARCHIVE_OPT_TIMEOUT, "nan", 0},
+      {CULPERT_ARCHIVE_OPT_TIMEOUT, "10s", 0},      {CULPERT_ARCHIVE_OPT_CONNECT_TIMEOUT, "1", 1},
+      {CULPERT_ARCHIVE_OPT_CONNECT_TIMEOUT, "", 0}, {CULPERT_ARCHIVE_OPT_RETRIES, "0", 1},
+      {CULPERT_ARCHIVE_OPT_RETRIES, "10", 1},       {CULPERT_ARCHIVE_OPT_RETRIES, "11", 0},
+      {CULPERT_ARCHIVE_OPT_RETRIES, "-1", 0},       {CULPERT_ARCHIVE_OPT_RETRIES, "x", 0},
   };
   (void)state;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -194,9 +188,8 @@ static void test_archive_option_values(void **state)
 
 static void clear_env(void)
 {
-  static const char *vars[] = {"CULPERT_ARCHIVE", "CULPERT_TOKEN", "CULPERT_PROJECT",
-                               "CULPERT_CACERT", "CF_ACCESS_CLIENT_ID",
-                               "CF_ACCESS_CLIENT_SECRET"};
+  static const char *vars[] = {"CULPERT_ARCHIVE", "CULPERT_TOKEN",       "CULPERT_PROJECT",
+                               "CULPERT_CACERT",  "CF_ACCESS_CLIENT_ID", "CF_ACCESS_CLIENT_SECRET"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
     unsetenv(vars[i]);
 }
