@@ -24,14 +24,15 @@
 
 #include "profile.pb-c.h"
 
-/* Decoding may use this much memory beyond 64 MiB per input byte, and never
- * more than CULPERT_DECODE_MAX_BYTES in all. protobuf-c's structures take at
- * most ~40 bytes per encoded byte (an empty Sample is 2 bytes on the wire and
- * an 80-byte struct), so a real profile stays far below the budget while a
- * crafted one cannot make the loader allocate absurdly. */
+/* Memory budget for decoding (and, separately, for the model): 64 MiB plus
+ * 48 bytes per decompressed input byte, never more than 2 GiB. protobuf-c's
+ * structures take at most ~40 bytes per encoded byte (an empty Sample is 2
+ * bytes on the wire and an 80-byte struct); real profiles take 5-10, so they
+ * fit easily, while a crafted file cannot make the loader allocate more than
+ * a fixed multiple of its size or past the absolute cap. */
 #define DECODE_BYTES_PER_INPUT_BYTE 48u
 #define DECODE_BASE_BYTES ((size_t)64 << 20)
-#define CULPERT_DECODE_MAX_BYTES ((size_t)6 << 30)
+#define CULPERT_DECODE_MAX_BYTES ((size_t)2 << 30)
 
 typedef Perftools__Profiles__Profile pb_profile;
 typedef Perftools__Profiles__Sample pb_sample;
