@@ -30,11 +30,10 @@ struct culpert__smap {
   unsigned is_vdso : 1;
 };
 
-/* What is known about one code address. */
+/* The function symbol around one code address. */
 struct culpert__symbol {
   const char *name; /* raw (mangled) symbol, NULL when unknown */
-  const char *file; /* source file, NULL when unknown */
-  uint32_t line;    /* source line, 0 when unknown */
+  uint64_t start;   /* run-time address where the symbol starts */
 };
 
 struct culpert__symbolizer;
@@ -68,6 +67,17 @@ long culpert__symbolize_find_map(const struct culpert__symbolizer *s, uint64_t a
  */
 int culpert__symbolize_addr(struct culpert__symbolizer *s, uint64_t addr,
                             struct culpert__symbol *out);
+
+/*
+ * culpert__symbolize_lines: source file and line of each of `n` addresses
+ * (instruction addresses, as for culpert__symbolize_addr), from the DWARF
+ * .debug_line (versions 2 to 5, zlib-compressed sections included) of the
+ * object or of its separate debug file. Reads each object's line program
+ * once, whatever n. files[i] is NULL and lines[i] 0 when unknown; file
+ * names stay valid until culpert__symbolize_close(). Returns 0 or -ENOMEM.
+ */
+int culpert__symbolize_lines(struct culpert__symbolizer *s, const uint64_t *addrs, size_t n,
+                             const char **files, uint32_t *lines);
 
 /*
  * The function symbols of one ELF file, addressed by the virtual addresses

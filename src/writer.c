@@ -65,6 +65,7 @@ enum {
   FUNCTION_NAME = 2,
   FUNCTION_SYSTEM_NAME = 3,
   FUNCTION_FILENAME = 4,
+  FUNCTION_START_LINE = 5,
 };
 
 #define NVALUES 5
@@ -242,14 +243,19 @@ struct path {
 
 struct location {
   uint64_t address;
-  long map;          /* mapping index, -1 when none */
-  uint32_t function; /* function id */
+  long map;            /* mapping index, -1 when none */
+  int64_t name;        /* function name (string index) */
+  int64_t system_name; /* raw symbol (string index) */
+  uint64_t start;      /* address of the function's symbol, 0 when unknown */
+  uint32_t line;       /* source line, 0 when unknown */
+  uint32_t function;   /* function id */
 };
 
 struct function {
   int64_t name;
   int64_t system_name;
   int64_t filename; /* 0 when unknown */
+  int64_t start_line;
 };
 
 struct ctx {
@@ -278,6 +284,8 @@ struct ctx {
   uint64_t **sample_locs; /* location ids per input sample */
   uint32_t *sample_nlocs;
   unsigned char *map_has_functions;
+  unsigned char *map_has_filenames;
+  unsigned char *map_has_lines;
   int64_t k_span_name, k_span_id, k_span_parent_id;
 };
 
@@ -352,40 +360,108 @@ static int64_t unnamed_function(struct ctx *c, const struct culpert__smap *m, ui
   return strtab_intern(&c->strs, buf);
 }
 
-/* Symbolizes one location and gives it a function id. */
-static int resolve_function(struct ctx *c, struct location *loc) {
+/* Names the function around one location. */
+static int name_location(struct ctx *c, struct location *loc) {
   struct culpert__symbol sym;
-  int64_t name, system_name, filename = 0;
-  const struct culpert__smap *m = loc->map >= 0 ? culpert__symbolize_map(c->sym, (size_t)loc->map) : NULL;
+  const struct culpert__smap *m =
+      loc->map >= 0 ? culpert__symbolize_map(c->sym, (size_t)loc->map) : NULL;
 
   if (m && culpert__symbolize_addr(c->sym, loc->address, &sym) == 0) {
-    char *pretty = culpert__demangle(sym.name);
-    system_name = strtab_intern(&c->strs, sym.name);
-    name = pretty ? strtab_intern(&c->strs, pretty) : system_name;
+    /* A symbol version ("memcpy@@GLIBC_2.14" in a .symtab) stays in the
+     * system name only. */
+    size_t base = strcspn(sym.name, "@");
+    char *plain = base > 0 && sym.name[base] ? strndup(sym.name, base) : NULL;
+    char *pretty = culpert__demangle(plain ? plain : sym.name);
+    loc->system_name = strtab_intern(&c->strs, sym.name);
+    if (pretty)
+      loc->name = strtab_intern(&c->strs, pretty);
+    else if (plain)
+      loc->name = strtab_intern(&c->strs, plain);
+    else
+      loc->name = loc->system_name;
+    loc->start = sym.start;
     free(pretty);
-    if (sym.file)
-      filename = strtab_intern(&c->strs, sym.file);
+    free(plain);
     c->map_has_functions[loc->map] = 1;
   } else if (m) {
-    name = system_name = unnamed_function(c, m, loc->address);
+    loc->name = loc->system_name = unnamed_function(c, m, loc->address);
   } else {
-    name = system_name = strtab_intern(&c->strs, UNKNOWN_FUNCTION);
+    loc->name = loc->system_name = strtab_intern(&c->strs, UNKNOWN_FUNCTION);
   }
-  if (name < 0 || system_name < 0 || filename < 0)
-    return -ENOMEM;
+  return loc->name < 0 || loc->system_name < 0 ? -ENOMEM : 0;
+}
 
-  int found;
-  uint64_t key = ((uint64_t)system_name << 32) | (uint64_t)filename;
-  int64_t idx = u64map_put(&c->func_index, key, (uint32_t)c->nfuncs, &found);
-  if (idx < 0)
-    return -ENOMEM;
-  if (!found) {
-    if (grow((void **)&c->funcs, &c->cap_funcs, c->nfuncs, sizeof *c->funcs))
-      return -ENOMEM;
-    c->funcs[c->nfuncs++] = (struct function){name, system_name, filename};
+/* Names every location, finds file and line numbers (one pass over each
+ * object's DWARF line table), and groups locations into functions: one
+ * per (symbol, file). A function's file is the file of its first
+ * instruction; a location's line is its own when it is in that file. */
+static int resolve_locations(struct ctx *c) {
+  size_t n = c->nlocs;
+  uint64_t *addrs = NULL;
+  const char **files = NULL;
+  uint32_t *lines = NULL;
+  int rc = 0;
+
+  for (size_t i = 0; i < n; i++) {
+    rc = name_location(c, &c->locs[i]);
+    if (rc)
+      goto out;
   }
-  loc->function = (uint32_t)idx + 1;
-  return 0;
+  addrs = malloc((2 * n + 1) * sizeof *addrs);
+  files = malloc((2 * n + 1) * sizeof *files);
+  lines = malloc((2 * n + 1) * sizeof *lines);
+  if (!addrs || !files || !lines) {
+    rc = -ENOMEM;
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    addrs[i] = c->locs[i].address;
+    addrs[n + i] = c->locs[i].start ? c->locs[i].start : c->locs[i].address;
+  }
+  rc = culpert__symbolize_lines(c->sym, addrs, 2 * n, files, lines);
+  if (rc)
+    goto out;
+
+  for (size_t i = 0; i < n; i++) {
+    struct location *loc = &c->locs[i];
+    const char *file = files[n + i] ? files[n + i] : files[i];
+    int64_t filename = file ? strtab_intern(&c->strs, file) : 0;
+    if (filename < 0) {
+      rc = -ENOMEM;
+      goto out;
+    }
+    /* Without inline expansion, a line in another file (code inlined from
+     * a header) would be shown as a line of the function's own file:
+     * better no line than a wrong one. */
+    if (files[i] && file && strcmp(files[i], file) == 0)
+      loc->line = lines[i];
+    if (loc->map >= 0) {
+      c->map_has_filenames[loc->map] |= file != NULL;
+      c->map_has_lines[loc->map] |= loc->line != 0;
+    }
+    int found;
+    uint64_t key = ((uint64_t)loc->system_name << 32) | (uint64_t)filename;
+    int64_t idx = u64map_put(&c->func_index, key, (uint32_t)c->nfuncs, &found);
+    if (idx < 0) {
+      rc = -ENOMEM;
+      goto out;
+    }
+    if (!found) {
+      if (grow((void **)&c->funcs, &c->cap_funcs, c->nfuncs, sizeof *c->funcs)) {
+        rc = -ENOMEM;
+        goto out;
+      }
+      c->funcs[c->nfuncs++] = (struct function){loc->name, loc->system_name, filename,
+                                                loc->start ? lines[n + i] : 0};
+    }
+    loc->function = (uint32_t)idx + 1;
+  }
+
+out:
+  free(addrs);
+  free(files);
+  free(lines);
+  return rc;
 }
 
 /* Location ids of one input sample, leaf first. The leaf keeps its ip;
@@ -409,10 +485,7 @@ static int sample_locations(struct ctx *c, const struct culpert__wsample *s, uin
     if (!found) {
       if (grow((void **)&c->locs, &c->cap_locs, c->nlocs, sizeof *c->locs))
         return -ENOMEM;
-      c->locs[c->nlocs] = (struct location){.address = addr, .map = map};
-      if (resolve_function(c, &c->locs[c->nlocs]))
-        return -ENOMEM;
-      c->nlocs++;
+      c->locs[c->nlocs++] = (struct location){.address = addr, .map = map};
     }
     ids[n++] = (uint64_t)idx + 1;
   }
@@ -594,7 +667,9 @@ int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **ou
   }
   size_t nmaps = culpert__symbolize_nmaps(c.sym);
   c.map_has_functions = calloc(nmaps + 1, 1);
-  if (!c.map_has_functions) {
+  c.map_has_filenames = calloc(nmaps + 1, 1);
+  c.map_has_lines = calloc(nmaps + 1, 1);
+  if (!c.map_has_functions || !c.map_has_filenames || !c.map_has_lines) {
     rc = -ENOMEM;
     goto out;
   }
@@ -608,6 +683,9 @@ int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **ou
       goto out;
     }
   }
+  rc = resolve_locations(&c);
+  if (rc)
+    goto out;
 
   /* Encode. */
   encode_value_type(&b, PROFILE_SAMPLE_TYPE, strtab_intern(&c.strs, "alloc_objects"), strtab_intern(&c.strs, "count"));
@@ -646,8 +724,8 @@ int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **ou
     if (build_id)
       culpert__pbenc_int64(&b, MAPPING_BUILD_ID, build_id);
     culpert__pbenc_bool(&b, MAPPING_HAS_FUNCTIONS, c.map_has_functions[i]);
-    culpert__pbenc_bool(&b, MAPPING_HAS_FILENAMES, 0);
-    culpert__pbenc_bool(&b, MAPPING_HAS_LINE_NUMBERS, 0);
+    culpert__pbenc_bool(&b, MAPPING_HAS_FILENAMES, c.map_has_filenames[i]);
+    culpert__pbenc_bool(&b, MAPPING_HAS_LINE_NUMBERS, c.map_has_lines[i]);
     culpert__pbenc_bool(&b, MAPPING_HAS_INLINE_FRAMES, 0);
     culpert__pbenc_end(&b, mark);
   }
@@ -661,6 +739,8 @@ int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **ou
     culpert__pbenc_uint64(&b, LOCATION_ADDRESS, l->address);
     size_t lmark = culpert__pbenc_begin(&b, LOCATION_LINE);
     culpert__pbenc_uint64(&b, LINE_FUNCTION_ID, l->function);
+    if (l->line)
+      culpert__pbenc_int64(&b, LINE_LINE, l->line);
     culpert__pbenc_end(&b, lmark);
     culpert__pbenc_end(&b, mark);
   }
@@ -673,6 +753,8 @@ int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **ou
     culpert__pbenc_int64(&b, FUNCTION_SYSTEM_NAME, f->system_name);
     if (f->filename)
       culpert__pbenc_int64(&b, FUNCTION_FILENAME, f->filename);
+    if (f->start_line)
+      culpert__pbenc_int64(&b, FUNCTION_START_LINE, f->start_line);
     culpert__pbenc_end(&b, mark);
   }
 
@@ -712,6 +794,8 @@ out:
   free(c.locs);
   free(c.funcs);
   free(c.map_has_functions);
+  free(c.map_has_filenames);
+  free(c.map_has_lines);
   u64map_free(&c.path_index);
   u64map_free(&c.loc_index);
   u64map_free(&c.func_index);
