@@ -312,11 +312,18 @@ static size_t span_chain(struct span_table *t, const struct culpert__sample *s,
 
 /* ---- the merged tree ---------------------------------------------------- */
 
+/* A slot of the tree's index: the node and the low 32 bits of its hash, so
+ * probing and growing rarely touch the nodes or their names. */
+struct slot {
+  uint32_t node; /* UINT32_MAX: empty */
+  uint32_t tag;
+};
+
 struct tree {
   struct culpert__flame fg;
   size_t cap;
-  uint32_t *index; /* open addressing over (parent, name, is_span) */
-  size_t index_cap;
+  struct slot *index; /* open addressing over (parent, name, is_span) */
+  size_t index_cap;   /* power of two, at most half full */
 };
 
 static uint64_t name_hash(const char *s)
@@ -329,8 +336,14 @@ static uint64_t name_hash(const char *s)
 
 static uint64_t node_hash(uint32_t parent, uint64_t nh, bool is_span)
 {
+  /* A full 64-bit finaliser: the index uses the low bits, and sequential
+   * parents with equal names must not fall into one probe cluster. */
   uint64_t h = nh ^ ((uint64_t)parent * 0x9E3779B97F4A7C15u) ^ (is_span ? 0x5bd1e995u : 0);
-  return h ^ (h >> 29);
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdu;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53u;
+  return h ^ (h >> 33);
 }
 
 static int64_t sat_add(int64_t a, int64_t b)
@@ -341,15 +354,23 @@ static int64_t sat_add(int64_t a, int64_t b)
   return r;
 }
 
+static struct slot *slots_new(size_t cap)
+{
+  struct slot *sl = malloc(cap * sizeof *sl);
+  if (sl)
+    for (size_t i = 0; i < cap; i++)
+      sl[i].node = UINT32_MAX;
+  return sl;
+}
+
 static int tree_init(struct tree *t)
 {
   t->cap = 1024;
   t->fg.nodes = calloc(t->cap, sizeof *t->fg.nodes);
   t->index_cap = 2048;
-  t->index = malloc(t->index_cap * sizeof *t->index);
+  t->index = slots_new(t->index_cap);
   if (!t->fg.nodes || !t->index)
     return -ENOMEM;
-  memset(t->index, 0xff, t->index_cap * sizeof *t->index);
   t->fg.nodes[0].name = "all";
   t->fg.nnodes = 1;
   return 0;
@@ -365,16 +386,16 @@ static void tree_free(struct tree *t)
 static int tree_grow_index(struct tree *t)
 {
   size_t cap = t->index_cap * 2;
-  uint32_t *idx = malloc(cap * sizeof *idx);
+  struct slot *idx = slots_new(cap);
   if (!idx)
     return -ENOMEM;
-  memset(idx, 0xff, cap * sizeof *idx);
-  for (uint32_t n = 1; n < t->fg.nnodes; n++) {
-    const struct culpert__flame_node *node = &t->fg.nodes[n];
-    size_t i = node_hash(node->parent, name_hash(node->name), node->is_span) & (cap - 1);
-    while (idx[i] != UINT32_MAX)
+  for (size_t k = 0; k < t->index_cap; k++) {
+    if (t->index[k].node == UINT32_MAX)
+      continue;
+    size_t i = t->index[k].tag & (cap - 1);
+    while (idx[i].node != UINT32_MAX)
       i = (i + 1) & (cap - 1);
-    idx[i] = n;
+    idx[i] = t->index[k];
   }
   free(t->index);
   t->index = idx;
@@ -382,20 +403,23 @@ static int tree_grow_index(struct tree *t)
   return 0;
 }
 
-/* The child of `parent` named `name` (created when missing) in *out. */
-static int tree_child(struct tree *t, uint32_t parent, const char *name, bool is_span,
-                      uint32_t *out)
+/* The child of `parent` named `name` (hash `nh`), created when missing,
+ * in *out. The index holds at most 2^31 slots, so 32-bit tags place them. */
+static int tree_child(struct tree *t, uint32_t parent, const char *name, uint64_t nh,
+                      bool is_span, uint32_t *out)
 {
-  uint64_t h = node_hash(parent, name_hash(name), is_span);
-  size_t i = h & (t->index_cap - 1);
-  for (; t->index[i] != UINT32_MAX; i = (i + 1) & (t->index_cap - 1)) {
-    const struct culpert__flame_node *n = &t->fg.nodes[t->index[i]];
+  uint32_t tag = (uint32_t)node_hash(parent, nh, is_span);
+  size_t i = tag & (t->index_cap - 1);
+  for (; t->index[i].node != UINT32_MAX; i = (i + 1) & (t->index_cap - 1)) {
+    if (t->index[i].tag != tag)
+      continue;
+    const struct culpert__flame_node *n = &t->fg.nodes[t->index[i].node];
     if (n->parent == parent && n->is_span == is_span && strcmp(n->name, name) == 0) {
-      *out = t->index[i];
+      *out = t->index[i].node;
       return 0;
     }
   }
-  if (t->fg.nnodes >= UINT32_MAX - 1)
+  if (t->fg.nnodes >= (1u << 30))
     return -ENOMEM;
   if (t->fg.nnodes == t->cap) {
     struct culpert__flame_node *nodes = realloc(t->fg.nodes, t->cap * 2 * sizeof *nodes);
@@ -407,7 +431,7 @@ static int tree_child(struct tree *t, uint32_t parent, const char *name, bool is
   uint32_t id = (uint32_t)t->fg.nnodes++;
   t->fg.nodes[id] = (struct culpert__flame_node){.name = name, .parent = parent,
                                                   .is_span = is_span};
-  t->index[i] = id;
+  t->index[i] = (struct slot){.node = id, .tag = tag};
   *out = id;
   /* Keep the index at most half full. */
   if (t->fg.nnodes * 2 > t->index_cap)
@@ -415,14 +439,20 @@ static int tree_child(struct tree *t, uint32_t parent, const char *name, bool is
   return 0;
 }
 
-/* Insert one stack, root first; `w` goes to its last frame. */
-static int tree_add(struct tree *t, const char *const *names, const bool *spans, size_t n,
-                    int64_t w)
+/* The name a frame is shown under: the empty string gets a visible one. */
+static const char *frame_name(const char *name)
+{
+  return name[0] ? name : EMPTY_NAME;
+}
+
+/* Insert one stack, root first (names already through frame_name(), with
+ * their name_hash()); `w` goes to its last frame. */
+static int tree_add(struct tree *t, const char *const *names, const uint64_t *hashes,
+                    const bool *spans, size_t n, int64_t w)
 {
   uint32_t cur = 0;
   for (size_t i = 0; i < n; i++) {
-    const char *name = names[i][0] ? names[i] : EMPTY_NAME;
-    int rc = tree_child(t, cur, name, spans[i], &cur);
+    int rc = tree_child(t, cur, names[i], hashes[i], spans[i], &cur);
     if (rc != 0)
       return rc;
   }
@@ -462,6 +492,8 @@ static int build_tree(const struct culpert__profile *p, const struct options *o,
 {
   struct span_table spans = {0};
   const char **names = NULL;
+  uint64_t *hashes = NULL;
+  uint64_t *frame_hash = NULL; /* name_hash of every profile frame */
   bool *kinds = NULL;
   bool any_span = false;
   size_t maxframes = 0;
@@ -480,11 +512,15 @@ static int build_tree(const struct culpert__profile *p, const struct options *o,
   /* Room for the span chain, "(no span)" and the code frames. */
   size_t room = SPAN_DEPTH_MAX + 1 + maxframes;
   names = malloc(room * sizeof *names);
+  hashes = malloc(room * sizeof *hashes);
   kinds = malloc(room * sizeof *kinds);
-  if (!names || !kinds) {
+  frame_hash = malloc((p->nframes ? p->nframes : 1) * sizeof *frame_hash);
+  if (!names || !hashes || !kinds || !frame_hash) {
     rc = -ENOMEM;
     goto out;
   }
+  for (size_t f = 0; f < p->nframes; f++)
+    frame_hash[f] = name_hash(frame_name(p->frames[f].function));
 
   *matched = 0;
   for (size_t i = 0; i < p->nsamples; i++) {
@@ -505,18 +541,23 @@ static int build_tree(const struct culpert__profile *p, const struct options *o,
     } else if (n == 0 && any_span) {
       names[n++] = NO_SPAN_NAME;
     }
-    for (size_t k = 0; k < n; k++)
+    for (size_t k = 0; k < n; k++) {
+      names[k] = frame_name(names[k]);
+      hashes[k] = name_hash(names[k]);
       kinds[k] = true;
+    }
     for (uint32_t f = s->nframes; f-- > 0;) {
       uint32_t fi = s->frames[f];
-      names[n] = fi < p->nframes ? p->frames[fi].function : "?";
+      names[n] = fi < p->nframes ? frame_name(p->frames[fi].function) : "?";
+      hashes[n] = fi < p->nframes ? frame_hash[fi] : name_hash("?");
       kinds[n++] = false;
     }
     if (n == 0) {
       names[n] = NO_STACK_NAME;
+      hashes[n] = name_hash(NO_STACK_NAME);
       kinds[n++] = false;
     }
-    rc = tree_add(t, names, kinds, n, w);
+    rc = tree_add(t, names, hashes, kinds, n, w);
     if (rc != 0)
       goto out;
     (*matched)++;
@@ -525,6 +566,8 @@ static int build_tree(const struct culpert__profile *p, const struct options *o,
 out:
   free(spans.slots);
   free(names);
+  free(hashes);
+  free(frame_hash);
   free(kinds);
   return rc;
 }
