@@ -175,6 +175,17 @@ int culpert__archive_resolve(struct culpert__archive *a)
   a->cf_access_secret = flag_or_env(a->cf_access_secret, "CF_ACCESS_CLIENT_SECRET");
   a->cacert = flag_or_env(a->cacert, "CULPERT_CACERT");
 
+  /* Only a flag can be empty here: empty variables count as unset. */
+  static const char *const flags[] = {"--endpoint", "--token", "--cf-access-client-id",
+                                      "--cf-access-client-secret", "--cacert"};
+  const char *const values[] = {a->endpoint, a->token, a->cf_access_id, a->cf_access_secret,
+                                a->cacert};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+    if (values[i] && values[i][0] == '\0') {
+      culpert__error("%s is empty", flags[i]);
+      return -EINVAL;
+    }
+  }
   if (!a->endpoint) {
     culpert__error("no archive endpoint: give --endpoint URL or set CULPERT_ARCHIVE");
     return -EINVAL;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "archive.h"
@@ -44,6 +45,28 @@ static int write_stdout(const unsigned char *data, size_t len)
   if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) {
     culpert__error("cannot write the profile to standard output: %s", strerror(errno));
     return -EIO;
+  }
+  return 0;
+}
+
+/* Checks, before any request, that -o PATH can be written: not a directory,
+ * and in an existing directory we may create files in. */
+static int check_output(const char *path)
+{
+  char dir[4096];
+  struct stat st;
+  const char *slash = strrchr(path, '/');
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    culpert__error("-o '%s' is a directory; give a file path", path);
+    return -EISDIR;
+  }
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else
+    snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+  if (access(dir, W_OK | X_OK) != 0) {
+    culpert__error("-o '%s': cannot create files in '%s': %s", path, dir, strerror(errno));
+    return -errno;
   }
   return 0;
 }
@@ -121,6 +144,8 @@ int culpert__cmd_pull(int argc, char **argv)
     culpert__error("-o needs a path");
     goto out;
   }
+  if (output && check_output(output) < 0)
+    goto out;
   if (!output && isatty(STDOUT_FILENO)) {
     culpert__error("pull: refusing to write a binary profile to a terminal; give -o PATH");
     goto out;

@@ -65,6 +65,9 @@ const cases = [
 	["neither --sha nor --latest-of", () => pull(), {}, /exactly one of --sha SHA and --latest-of BRANCH/],
 	["bad --sha", () => pull("--sha", "xyz"), {}, /bad --sha 'xyz'/],
 	["bad --latest-of", () => pull("--latest-of", ""), {}, /bad --latest-of: empty/],
+	["-o is a directory", () => pull("--sha", SHA, "-o", dir), {}, /-o '.*' is a directory/],
+	["-o in a missing directory", () => pull("--sha", SHA, "-o", path.join(dir, "no", "x.pb.gz")), {}, /-o '.*': cannot create files in/],
+	["empty --token", () => ["pull", "--endpoint", server.url, "--token", "", "--sha", SHA], { CULPERT_TOKEN: TOKEN }, /--token is empty/],
 	["pull: stray argument", () => pull("--sha", SHA, "extra"), {}, /unexpected argument 'extra'/],
 ];
 
