@@ -35,7 +35,7 @@
 #define DIFF_TREE_NAME_COLS 40
 /* Deeper nodes keep their share in their ancestors' subtree totals but are
  * not shown: bounds recursion on hostile span data. */
-#define DIFF_TREE_MAX_DEPTH 200
+#define DIFF_TREE_MAX_DEPTH 24
 /* A tree label keeps at least this many columns however deep it is. */
 #define DIFF_TREE_MIN_LABEL 16
 

@@ -384,7 +384,7 @@ def group_hostile(opts, c):
             rows = [l for l in text[start:] if l and not l.startswith(("Flat", "```", "<sub>"))
                     and "hidden" not in l and "not shown" not in l]
             widths = {display_width(l) for l in rows}
-            c.check(len(rows) > 100 and len(widths) == 1, "hostile tree misaligned: %s" % widths)
+            c.check(len(rows) > 20 and len(widths) == 1, "hostile tree misaligned: %s" % widths)
             c.check(any("deeper spans not shown" in l for l in text), "hostile tree: depth cut not said")
     rc, out, _ = run([opts.culpert, "diff", "--format", "json"] + paths, opts.work)
     doc = json.loads(out)
