@@ -2,13 +2,18 @@
 /*
  * run_workload: the program `culpert run` runs end to end in the CLI tests.
  * It allocates inside two nested spans and one sibling span, in fixed
- * amounts, then exits with the status given on the command line (so the
- * test can check that culpert passes it through).
+ * amounts (at --rate 0 the report is exact: handle_batch 900 KiB with
+ * decode_frame 800 KiB inside, flush_output 400 KiB), then:
  *
- *   run_workload [STATUS]
+ *   run_workload [STATUS]   exits with STATUS (default 0)
+ *   run_workload env        prints the variables culpert run sets
+ *   run_workload wait FILE  creates FILE, then waits for a signal
  */
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <culpert.h>
 
@@ -45,7 +50,24 @@ static void flush_output(void)
 
 int main(int argc, char **argv)
 {
+  if (argc > 1 && strcmp(argv[1], "env") == 0) {
+    static const char *const vars[] = {"LD_PRELOAD", "CULPERT_OUTPUT", "CULPERT_SAMPLE_RATE",
+                                       "CULPERT_STACK", "CULPERT_ROOT_PID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+      const char *v = getenv(vars[i]);
+      printf("%s=%s\n", vars[i], v ? v : "(unset)");
+    }
+    return 0;
+  }
   handle_batch();
   flush_output();
+  if (argc > 2 && strcmp(argv[1], "wait") == 0) {
+    int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+      return 3;
+    close(fd);
+    for (;;)
+      pause();
+  }
   return argc > 1 ? atoi(argv[1]) : 0;
 }

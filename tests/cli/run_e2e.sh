@@ -1,0 +1,89 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT OR Apache-2.0
+#
+# `culpert run` end to end with the real libculpert from the build tree:
+# the report of a workload with known spans, exit status pass-through
+# (plain, signal), the environment PROGRAM gets, the default file name,
+# --no-report, SIGTERM forwarding, and the errors (no profile from a static
+# binary, exec failure, CULPERT_LIB pointing nowhere).
+#   run_e2e.sh CULPERT WORKLOAD WORKLOAD_STATIC
+set -u
+culpert=$1 workload=$2 static=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+failures=0
+export CULPERT_QUIET=1
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# has FILE TEXT: FILE contains the fixed string TEXT.
+has() { grep -qF -- "$2" "$1"; }
+
+# 1. Exact report at --rate 0, exit status 0.
+"$culpert" run --rate 0 -o "$tmp/a.pb.gz" -- "$workload" >out 2>err
+rc=$?
+[ $rc -eq 0 ] || fail "run exited $rc, want 0: $(cat err)"
+[ -s a.pb.gz ] || fail "no profile at -o a.pb.gz"
+has out "Hierarchical span report (350 samples, sample rate every allocation):" || fail "report header: $(head -1 out)"
+has out "handle_batch                                 900.00 KB   69.23%  (self 100.00 KB)" || fail "handle_batch line: $(cat out)"
+has out "└─ decode_frame                              800.00 KB   61.54%  (self 800.00 KB)" || fail "decode_frame line: $(cat out)"
+has out "flush_output                                 400.00 KB   30.77%  (self 400.00 KB)" || fail "flush_output line: $(cat out)"
+
+# 2. The program's exit status passes through, report still printed.
+"$culpert" run --rate 4K -o b.pb.gz -- "$workload" 7 >out 2>err
+rc=$?
+[ $rc -eq 7 ] || fail "exit status 7 not passed through (got $rc)"
+has out "decode_frame" || fail "no report after a failing program"
+
+# 3. The environment PROGRAM runs with; LD_PRELOAD keeps what was there.
+CULPERT_ROOT_PID=1 LD_PRELOAD=libm.so.6 "$culpert" run --rate 512KiB --stack fp -o c.pb.gz --no-report -- "$workload" env >out 2>err
+rc=$?
+[ $rc -eq 0 ] || fail "env run exited $rc: $(cat err)"
+grep -q '^LD_PRELOAD=/.*/libculpert\.so libm\.so\.6$' out || fail "LD_PRELOAD not prepended: $(grep LD_PRELOAD out)"
+has out "CULPERT_OUTPUT=$tmp/c.pb.gz" || fail "CULPERT_OUTPUT: $(grep OUTPUT out)"
+has out "CULPERT_SAMPLE_RATE=524288" || fail "--rate 512KiB not passed as 524288: $(grep RATE out)"
+has out "CULPERT_STACK=fp" || fail "--stack fp not passed: $(grep STACK out)"
+# An inherited CULPERT_ROOT_PID would make PROGRAM think it is a child.
+has out "CULPERT_ROOT_PID=1" && fail "CULPERT_ROOT_PID from culpert's environment reached PROGRAM"
+[ "$(grep -c . out)" -eq 5 ] || fail "--no-report printed a report: $(cat out)"
+
+# 4. Default file name culpert.<program>.<pid>.pb.gz in the current directory.
+"$culpert" run --no-report -- "$workload" >out 2>err
+n=$(ls culpert.run_workload.*.pb.gz 2>/dev/null | wc -l)
+[ "$n" -eq 1 ] || fail "default profile name: $(ls)"
+[ -s out ] && fail "--no-report printed: $(cat out)"
+
+# 5. SIGTERM to culpert reaches PROGRAM; culpert exits 128+15.
+"$culpert" run -o d.pb.gz -- "$workload" wait "$tmp/ready" >out 2>err &
+pid=$!
+i=0
+while [ ! -e ready ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+[ -e ready ] || fail "workload never started"
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 143 ] || fail "SIGTERM: culpert exited $rc, want 143"
+has err "exited with status 143 and wrote no profile" || fail "SIGTERM: no note: $(cat err)"
+
+# 6. A static binary writes no profile although it succeeds: exit 2.
+"$culpert" run -o e.pb.gz -- "$static" >out 2>err
+rc=$?
+[ $rc -eq 2 ] || fail "static binary: exit $rc, want 2"
+has err "culpert: error: $static wrote no profile at $tmp/e.pb.gz" || fail "static binary message: $(cat err)"
+
+# 7. PROGRAM cannot be started: exit 2.
+"$culpert" run -- ./no-such-program >out 2>err
+rc=$?
+[ $rc -eq 2 ] || fail "missing program: exit $rc, want 2"
+has err "culpert: error: cannot run ./no-such-program: No such file or directory" || fail "missing program message: $(cat err)"
+
+# 8. CULPERT_LIB pointing nowhere: exit 2 naming it.
+CULPERT_LIB=$tmp/nope.so "$culpert" run -- "$workload" >out 2>err
+rc=$?
+[ $rc -eq 2 ] || fail "bad CULPERT_LIB: exit $rc, want 2"
+has err "culpert: error: CULPERT_LIB=$tmp/nope.so: No such file or directory" || fail "bad CULPERT_LIB message: $(cat err)"
+
+if [ $failures -ne 0 ]; then
+  echo "$failures run check(s) failed"
+  exit 1
+fi
+echo "culpert run: all end-to-end checks passed"
