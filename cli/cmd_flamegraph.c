@@ -96,8 +96,9 @@ static int parse_bool(const char *v, bool *out)
 }
 
 /*
- * Take the value of option `name` at argv[*i]: either "--name=value" or the
- * next argument. Returns the value, or NULL after printing an error.
+ * Take the value of option `name` at argv[*i]: either name=value in one
+ * argument, or the next argument. Returns the value, or NULL after printing
+ * an error.
  */
 static const char *option_value(int argc, char **argv, int *i, const char *name)
 {
