@@ -21,6 +21,8 @@
 #   -DCONTAINS=a|b  -DABSENT=a|b strings the output must / must not contain;
 #                                @SC@ stands for ';'
 #   -DSTDOUT_TO=/dev/full        send stdout there (write-error cases)
+#   -DSTDIN=1                    feed the built profile on standard input
+#   -DPRESET_OUT=TEXT            write TEXT to @OUT@ before the run
 #   -DNODE= -DNODE_SCRIPT=       run `NODE NODE_SCRIPT OUTPUT` last (SVG
 #                                behaviour checks); it must exit 0
 cmake_minimum_required(VERSION 3.25)
@@ -43,16 +45,24 @@ if(NOT rc EQUAL 0)
   fail("mkprofile ${FIXTURE} failed (${rc}): ${err}")
 endif()
 
+if(DEFINED PRESET_OUT)
+  file(WRITE "${out}" "${PRESET_OUT}\n")
+endif()
+set(input_file /dev/null)
+if(STDIN)
+  set(input_file "${profile}")
+endif()
+
 string(REPLACE "@PROFILE@" "${profile}" args "${ARGS}")
 string(REPLACE "@OUT@" "${out}" args "${args}")
 string(REPLACE "@WORK@" "${WORK}" args "${args}")
 string(REPLACE "|" ";" args "${args}")
 if(DEFINED STDOUT_TO)
-  execute_process(COMMAND "${CULPERT}" flamegraph ${args}
+  execute_process(COMMAND "${CULPERT}" flamegraph ${args} INPUT_FILE "${input_file}"
                   RESULT_VARIABLE rc OUTPUT_FILE "${STDOUT_TO}" ERROR_VARIABLE stderr)
   set(stdout "")
 else()
-  execute_process(COMMAND "${CULPERT}" flamegraph ${args}
+  execute_process(COMMAND "${CULPERT}" flamegraph ${args} INPUT_FILE "${input_file}"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
 endif()
 if(NOT rc STREQUAL "${EXPECT_RC}")
