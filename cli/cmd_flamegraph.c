@@ -406,8 +406,8 @@ static int tree_grow_index(struct tree *t)
 
 /* The child of `parent` named `name` (hash `nh`), created when missing,
  * in *out. The index holds at most 2^31 slots, so 32-bit tags place them. */
-static int tree_child(struct tree *t, uint32_t parent, const char *name, uint64_t nh,
-                      bool is_span, uint32_t *out)
+static int tree_child(struct tree *t, uint32_t parent, const char *name, uint64_t nh, bool is_span,
+                      uint32_t *out)
 {
   uint32_t tag = (uint32_t)node_hash(parent, nh, is_span);
   size_t i = tag & (t->index_cap - 1);
@@ -430,8 +430,8 @@ static int tree_child(struct tree *t, uint32_t parent, const char *name, uint64_
     t->cap *= 2;
   }
   uint32_t id = (uint32_t)t->fg.nnodes++;
-  t->fg.nodes[id] = (struct culpert__flame_node){.name = name, .parent = parent,
-                                                  .is_span = is_span};
+  t->fg.nodes[id] =
+      (struct culpert__flame_node){.name = name, .parent = parent, .is_span = is_span};
   t->index[i] = (struct slot){.node = id, .tag = tag};
   *out = id;
   /* Keep the index at most half full. */
@@ -818,13 +818,12 @@ int culpert__cmd_flamegraph(int argc, char **argv)
     culpert__error("out of memory building the flame graph of '%s'", o.path);
     goto out;
   }
-  t.fg.unit = o.weight == WEIGHT_SAMPLES  ? CULPERT_FLAME_SAMPLES
+  t.fg.unit = o.weight == WEIGHT_SAMPLES   ? CULPERT_FLAME_SAMPLES
               : o.weight == WEIGHT_OBJECTS ? CULPERT_FLAME_OBJECTS
                                            : CULPERT_FLAME_BYTES;
   if (matched == 0) {
     if (o.span)
-      fprintf(stderr, "culpert: note: no samples with a positive weight in span \"%s\"\n",
-              o.span);
+      fprintf(stderr, "culpert: note: no samples with a positive weight in span \"%s\"\n", o.span);
     else
       fprintf(stderr, "culpert: note: no samples with a positive weight in '%s'\n", o.path);
   }

@@ -19,11 +19,11 @@
 #include "format.h"
 
 #define SVG_WIDTH 1200.0
-#define SVG_PAD 10.0
-#define FRAME_H 16.0   /* row pitch; the rectangle is one pixel less */
-#define CHAR_W 7.2     /* advance of the 12px monospace font, for labels */
-#define TOP 76.0       /* title, subtitle and controls above the frames */
-#define BOTTOM 34.0    /* the details line below them */
+#define SVG_PAD   10.0
+#define FRAME_H   16.0 /* row pitch; the rectangle is one pixel less */
+#define CHAR_W    7.2  /* advance of the 12px monospace font, for labels */
+#define TOP       76.0 /* title, subtitle and controls above the frames */
+#define BOTTOM    34.0 /* the details line below them */
 #define MIN_SHARE 1e-3 /* frames narrower than 0.1% of the total merge */
 
 /* Children of every node, sorted, as ranges into one array. */
@@ -34,8 +34,8 @@ struct kids {
 
 /* One frame to draw: a tree node, or the merged small children of one. */
 struct rect {
-  uint32_t node;  /* tree node, or the parent for a merged frame */
-  bool merged;    /* stands for `count` children below the threshold */
+  uint32_t node; /* tree node, or the parent for a merged frame */
+  bool merged;   /* stands for `count` children below the threshold */
   uint32_t count;
   int64_t value;
   double x, w; /* in pixels */
@@ -50,8 +50,10 @@ struct layout {
 
 static int cmp_child(const void *a, const void *b, void *nodes)
 {
-  const struct culpert__flame_node *x = (const struct culpert__flame_node *)nodes + *(const uint32_t *)a;
-  const struct culpert__flame_node *y = (const struct culpert__flame_node *)nodes + *(const uint32_t *)b;
+  const struct culpert__flame_node *x =
+      (const struct culpert__flame_node *)nodes + *(const uint32_t *)a;
+  const struct culpert__flame_node *y =
+      (const struct culpert__flame_node *)nodes + *(const uint32_t *)b;
   int c = strcmp(x->name, y->name);
   if (c != 0)
     return c;
@@ -118,8 +120,9 @@ static int layout_build(const struct culpert__flame *fg, const struct kids *k, d
     return -ENOMEM;
   l->nrects = 0;
   l->maxdepth = 0;
-  rc = push_rect(l, (struct rect){.node = 0, .value = fg->nodes[0].total, .x = SVG_PAD,
-                                  .w = SVG_WIDTH - 2 * SVG_PAD});
+  rc = push_rect(
+      l, (struct rect){
+             .node = 0, .value = fg->nodes[0].total, .x = SVG_PAD, .w = SVG_WIDTH - 2 * SVG_PAD});
   size_t top = 0;
   if (rc == 0)
     stack[top++] = 0; /* indices into l->rects */
@@ -138,14 +141,19 @@ static int layout_build(const struct culpert__flame *fg, const struct kids *k, d
         continue;
       }
       double w = (double)n->total * scale;
-      rc = push_rect(l, (struct rect){.node = k->list[c], .value = n->total, .x = x, .w = w,
-                                      .depth = parent.depth + 1});
+      rc = push_rect(
+          l, (struct rect){
+                 .node = k->list[c], .value = n->total, .x = x, .w = w, .depth = parent.depth + 1});
       stack[top++] = (uint32_t)(l->nrects - 1);
       x += w;
     }
     if (rc == 0 && nsmall > 0 && (double)small >= min)
-      rc = push_rect(l, (struct rect){.node = parent.node, .merged = true, .count = nsmall,
-                                      .value = small, .x = x, .w = (double)small * scale,
+      rc = push_rect(l, (struct rect){.node = parent.node,
+                                      .merged = true,
+                                      .count = nsmall,
+                                      .value = small,
+                                      .x = x,
+                                      .w = (double)small * scale,
                                       .depth = parent.depth + 1});
     if (rc == 0 && l->nrects > max_rects)
       rc = -E2BIG;
@@ -250,8 +258,7 @@ static void fmt_value(char buf[CULPERT_FMT_MAX], enum culpert__flame_unit unit, 
   }
 }
 
-static void write_frame(FILE *f, const struct culpert__flame *fg, const struct rect *r,
-                        double y)
+static void write_frame(FILE *f, const struct culpert__flame *fg, const struct rect *r, double y)
 {
   const struct culpert__flame_node *n = &fg->nodes[r->node];
   char name[64];
@@ -453,13 +460,12 @@ static void write_header(FILE *f, double height, const struct culpert__flame *fg
           "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">\n",
           SVG_WIDTH, height, SVG_WIDTH, height);
   fputs(svg_style, f);
-  fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#fbfaf7\"/>\n",
-          SVG_WIDTH, height);
+  fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#fbfaf7\"/>\n", SVG_WIDTH,
+          height);
   fprintf(f, "<text id=\"title\" x=\"%.0f\" y=\"24\" text-anchor=\"middle\">", SVG_WIDTH / 2);
   xml_text(f, info && info->title ? info->title : "Allocation flame graph");
   fputs("</text>\n", f);
-  fprintf(f, "<text id=\"subtitle\" x=\"%.0f\" y=\"44\" text-anchor=\"middle\">",
-          SVG_WIDTH / 2);
+  fprintf(f, "<text id=\"subtitle\" x=\"%.0f\" y=\"44\" text-anchor=\"middle\">", SVG_WIDTH / 2);
   xml_text(f, "total ");
   xml_text(f, total);
   if (info && info->subtitle) {
@@ -478,12 +484,13 @@ static void write_header(FILE *f, double height, const struct culpert__flame *fg
         "<text class=\"legend\" x=\"390\" y=\"66\">click a frame to zoom, Esc to reset</text>"
         "</g>\n",
         f);
-  fprintf(f,
-          "<text id=\"matched\" class=\"legend\" x=\"%.0f\" y=\"66\" text-anchor=\"end\"></text>\n"
-          "<text id=\"search\" class=\"ctl\" x=\"%.0f\" y=\"66\" text-anchor=\"end\">Search</text>\n"
-          "<text id=\"reset\" class=\"ctl\" x=\"%.0f\" y=\"66\" text-anchor=\"end\" "
-          "display=\"none\">Reset zoom</text>\n",
-          SVG_WIDTH - 250, SVG_WIDTH - 10, SVG_WIDTH - 120);
+  fprintf(
+      f,
+      "<text id=\"matched\" class=\"legend\" x=\"%.0f\" y=\"66\" text-anchor=\"end\"></text>\n"
+      "<text id=\"search\" class=\"ctl\" x=\"%.0f\" y=\"66\" text-anchor=\"end\">Search</text>\n"
+      "<text id=\"reset\" class=\"ctl\" x=\"%.0f\" y=\"66\" text-anchor=\"end\" "
+      "display=\"none\">Reset zoom</text>\n",
+      SVG_WIDTH - 250, SVG_WIDTH - 10, SVG_WIDTH - 120);
 }
 
 int culpert__flame_svg_write(FILE *out, const struct culpert__flame *fg,
@@ -496,8 +503,8 @@ int culpert__flame_svg_write(FILE *out, const struct culpert__flame *fg,
   if (fg->nnodes == 0 || fg->nodes[0].total <= 0) {
     double height = TOP + FRAME_H + BOTTOM;
     write_header(out, height, fg, info);
-    fprintf(out, "<text id=\"details\" x=\"%.0f\" y=\"%.0f\">No samples to show.</text>\n",
-            SVG_PAD, TOP + FRAME_H);
+    fprintf(out, "<text id=\"details\" x=\"%.0f\" y=\"%.0f\">No samples to show.</text>\n", SVG_PAD,
+            TOP + FRAME_H);
     write_script(out);
     fputs("</svg>\n", out);
     return ferror(out) ? -EIO : 0;
@@ -520,8 +527,7 @@ int culpert__flame_svg_write(FILE *out, const struct culpert__flame *fg,
     write_frame(out, fg, &l.rects[i], y);
   }
   fputs("</g>\n", out);
-  fprintf(out, "<text id=\"details\" x=\"%.0f\" y=\"%.0f\"> </text>\n", SVG_PAD,
-          height - 12);
+  fprintf(out, "<text id=\"details\" x=\"%.0f\" y=\"%.0f\"> </text>\n", SVG_PAD, height - 12);
   write_script(out);
   fputs("</svg>\n", out);
   if (ferror(out))

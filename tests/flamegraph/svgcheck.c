@@ -22,7 +22,7 @@
 #include <string.h>
 
 #define MAX_DEPTH 256
-#define MAX_NAME 64
+#define MAX_NAME  64
 #define MAX_ATTRS 64
 
 static const char *doc;
@@ -138,10 +138,10 @@ static int check_reference(void)
     size_t digits = 0;
     for (; pos < len && doc[pos] != ';'; pos++, digits++) {
       char c = doc[pos];
-      int d = c >= '0' && c <= '9'               ? c - '0'
-              : hex && c >= 'a' && c <= 'f'      ? c - 'a' + 10
-              : hex && c >= 'A' && c <= 'F'      ? c - 'A' + 10
-                                                 : -1;
+      int d = c >= '0' && c <= '9'          ? c - '0'
+              : hex && c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : hex && c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                            : -1;
       if (d < 0 || digits > 8)
         return fail("bad character reference");
       v = v * (hex ? 16 : 10) + (uint32_t)d;
@@ -243,8 +243,8 @@ static int check_markup(void)
     return 1;
   while (pos < len) {
     if (doc[pos] != '<') {
-      if (depth == 0 && !(doc[pos] == ' ' || doc[pos] == '\n' || doc[pos] == '\t' ||
-                          doc[pos] == '\r'))
+      if (depth == 0 &&
+          !(doc[pos] == ' ' || doc[pos] == '\n' || doc[pos] == '\t' || doc[pos] == '\r'))
         return fail("text outside the root element");
       if (doc[pos] == '&') {
         if (check_reference())
