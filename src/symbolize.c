@@ -925,8 +925,12 @@ static void run_program(struct lines_job *j, struct rd *r, unsigned min_inst, in
   uint64_t prev_addr = 0, prev_file = 0, prev_line = 0;
   int have_prev = 0;
 
+  /* Several rows at one address (views): the first one wins, which for a
+   * function's first instruction is the line of its definition. */
 #define ROW(end)                                                                                   \
   do {                                                                                             \
+    if (have_prev && addr == prev_addr && !(end))                                                  \
+      break;                                                                                       \
     if (have_prev && addr > prev_addr)                                                             \
       assign_range(j, prev_addr, addr, prev_file, prev_line);                                      \
     have_prev = !(end);                                                                            \

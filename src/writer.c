@@ -407,7 +407,7 @@ static int resolve_locations(struct ctx *c) {
     if (rc)
       goto out;
   }
-  addrs = malloc((2 * n + 1) * sizeof *addrs);
+  addrs = calloc(2 * n + 1, sizeof *addrs);
   files = malloc((2 * n + 1) * sizeof *files);
   lines = malloc((2 * n + 1) * sizeof *lines);
   if (!addrs || !files || !lines) {

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +30,7 @@
 static volatile int sink;
 
 /* Static, so its name is only in .symtab, never in .dynsym. */
+enum { FIXTURE_STATIC_LINE = __LINE__ + 1 };
 __attribute__((noinline)) static void symbolize_fixture_static(void) {
   for (int i = 0; i < 16; i++)
     sink = sink * 3 + i;
@@ -161,6 +163,76 @@ static void test_symbolize_vdso(void **state) {
       named = strstr(sym.name, "vdso") || strstr(sym.name, "time");
   }
   assert_true(named);
+  culpert__symbolize_close(s);
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* DWARF 5 (gcc's default) in the test executable itself. */
+static void test_symbolize_lines_dwarf5(void **state) {
+  (void)state;
+  struct culpert__symbolizer *s;
+  assert_int_equal(culpert__symbolize_open(&s), 0);
+  uint64_t addrs[3] = {(uint64_t)(uintptr_t)symbolize_fixture_static, 0x10,
+                       (uint64_t)(uintptr_t)symbolize_fixture_static};
+  const char *files[3];
+  uint32_t lines[3];
+  assert_int_equal(culpert__symbolize_lines(s, addrs, 3, files, lines), 0);
+  assert_non_null(files[0]);
+  if (!ends_with(files[0], "tests/writer/test_symbolize.c"))
+    fail_msg("file %s", files[0]);
+  assert_int_equal(lines[0], FIXTURE_STATIC_LINE);
+  assert_null(files[1]); /* in no mapping */
+  assert_int_equal(lines[1], 0);
+  assert_string_equal(files[2], files[0]);
+  assert_int_equal(culpert__symbolize_lines(s, NULL, 0, NULL, NULL), 0);
+  culpert__symbolize_close(s);
+}
+
+/* DWARF 4 in a dlopen'd object; once dlclose'd, its code is in no
+ * mapping of a new snapshot. */
+static void test_symbolize_dlopen_dwarf4_then_dlclose(void **state) {
+  (void)state;
+  void *h = dlopen(CULPERT_FIXTURE_DWARF4, RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    fail_msg("dlopen %s: %s", CULPERT_FIXTURE_DWARF4, dlerror());
+  void *fn = dlsym(h, "fixture_dwarf4_work");
+  const int *line = dlsym(h, "fixture_dwarf4_line");
+  assert_non_null(fn);
+  assert_non_null(line);
+  uint64_t addr = (uint64_t)(uintptr_t)fn;
+
+  struct culpert__symbolizer *s;
+  struct culpert__symbol sym;
+  assert_int_equal(culpert__symbolize_open(&s), 0);
+  long m = culpert__symbolize_find_map(s, addr + 1);
+  assert_true(m > 0);
+  assert_string_equal(culpert__symbolize_map(s, (size_t)m)->path, CULPERT_FIXTURE_DWARF4);
+  assert_int_equal(culpert__symbolize_addr(s, addr + 1, &sym), 0);
+  assert_string_equal(sym.name, "fixture_dwarf4_work");
+  assert_int_equal(sym.start, addr);
+  const char *file;
+  uint32_t l;
+  assert_int_equal(culpert__symbolize_lines(s, &addr, 1, &file, &l), 0);
+  assert_non_null(file);
+  if (!ends_with(file, "tests/writer/fixture_dwarf4.c"))
+    fail_msg("file %s", file);
+  assert_int_equal(l, *line);
+  culpert__symbolize_close(s);
+
+  assert_int_equal(dlclose(h), 0);
+  assert_int_equal(culpert__symbolize_open(&s), 0);
+  if (culpert__symbolize_find_map(s, addr) >= 0) {
+    culpert__symbolize_close(s);
+    print_message("SKIPPED: dlclose kept the fixture loaded\n");
+    skip();
+  }
+  assert_int_equal(culpert__symbolize_addr(s, addr, &sym), -ENOENT);
+  assert_int_equal(culpert__symbolize_lines(s, &addr, 1, &file, &l), 0);
+  assert_null(file);
   culpert__symbolize_close(s);
 }
 
@@ -326,6 +398,8 @@ int main(void) {
       cmocka_unit_test(test_symbolize_unknown_address),
       cmocka_unit_test(test_symbolize_vdso),
       cmocka_unit_test(test_symbolize_symtab_of_file),
+      cmocka_unit_test(test_symbolize_lines_dwarf5),
+      cmocka_unit_test(test_symbolize_dlopen_dwarf4_then_dlclose),
       cmocka_unit_test(test_symbolize_truncated_elf),
       cmocka_unit_test(test_symbolize_corrupt_elf),
   };

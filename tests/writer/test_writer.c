@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@ typedef Perftools__Profiles__Sample Sample;
  * is at least a few dozen bytes long. */
 static volatile int sink;
 
+enum { FIXTURE_LEAF_LINE = __LINE__ + 1 };
 __attribute__((noinline)) static void writer_fixture_leaf(void) {
   for (int i = 0; i < 8; i++)
     sink += i * sink + 3;
@@ -424,6 +426,64 @@ static void test_writer_unknown_address(void **state) {
   perftools__profiles__profile__free_unpacked(pr, NULL);
 }
 
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* File and line numbers from DWARF: the function's file and definition
+ * line, the location's own line. */
+static void test_writer_file_and_line(void **state) {
+  (void)state;
+  uintptr_t ips[2] = {(uintptr_t)writer_fixture_leaf, (uintptr_t)writer_fixture_root + 9};
+  struct culpert__wsample s = {ips, 2, 0, 1, 1, 1, 1, 1};
+  struct culpert__wprofile p = {.samples = &s, .nsamples = 1};
+  Profile *pr = encode_decode(&p);
+  const Perftools__Profiles__Location *l = location(pr, pr->sample[0]->location_id[0]);
+  const Perftools__Profiles__Function *f = function(pr, l->line[0]->function_id);
+  assert_string_equal(str(pr, f->name), "writer_fixture_leaf");
+  if (!ends_with(str(pr, f->filename), "tests/writer/test_writer.c"))
+    fail_msg("filename %s", str(pr, f->filename));
+  assert_int_equal(f->start_line, FIXTURE_LEAF_LINE);
+  assert_int_equal(l->line[0]->line, FIXTURE_LEAF_LINE);
+  /* The caller's line lies inside writer_fixture_root. */
+  const Perftools__Profiles__Location *caller = location(pr, pr->sample[0]->location_id[1]);
+  const Perftools__Profiles__Function *root = function(pr, caller->line[0]->function_id);
+  assert_true(caller->line[0]->line >= root->start_line);
+  assert_true(caller->line[0]->line < root->start_line + 6);
+  const Perftools__Profiles__Mapping *m = mapping(pr, 1);
+  assert_true(m->has_filenames);
+  assert_true(m->has_line_numbers);
+  perftools__profiles__profile__free_unpacked(pr, NULL);
+}
+
+/* Code unloaded with dlclose before the snapshot: its frames are in no
+ * mapping and get an "[unknown]" function; the rest of the stack keeps
+ * its names. */
+static void test_writer_dlclosed_code(void **state) {
+  (void)state;
+  void *h = dlopen(CULPERT_FIXTURE_DWARF4, RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    fail_msg("dlopen %s: %s", CULPERT_FIXTURE_DWARF4, dlerror());
+  void *fn = dlsym(h, "fixture_dwarf4_work");
+  assert_non_null(fn);
+  uintptr_t ips[2] = {(uintptr_t)fn + 4, (uintptr_t)writer_fixture_root + 9};
+  assert_int_equal(dlclose(h), 0);
+
+  struct culpert__wsample s = {ips, 2, 0, 1, 1, 1, 1, 1};
+  struct culpert__wprofile p = {.samples = &s, .nsamples = 1};
+  Profile *pr = encode_decode(&p);
+  const Perftools__Profiles__Location *l = location(pr, pr->sample[0]->location_id[0]);
+  if (l->mapping_id != 0) {
+    perftools__profiles__profile__free_unpacked(pr, NULL);
+    print_message("SKIPPED: dlclose kept the fixture loaded\n");
+    skip();
+  }
+  assert_string_equal(location_function(pr, l->id), "[unknown]");
+  assert_string_equal(location_function(pr, pr->sample[0]->location_id[1]), "writer_fixture_root");
+  perftools__profiles__profile__free_unpacked(pr, NULL);
+}
+
 /* A libc function, to check shared-library mappings and names. */
 static void test_writer_shared_library_names(void **state) {
   (void)state;
@@ -579,6 +639,8 @@ int main(void) {
       cmocka_unit_test(test_writer_locations_symbolized),
       cmocka_unit_test(test_writer_unknown_address),
       cmocka_unit_test(test_writer_shared_library_names),
+      cmocka_unit_test(test_writer_file_and_line),
+      cmocka_unit_test(test_writer_dlclosed_code),
       cmocka_unit_test(test_writer_repeatable),
       cmocka_unit_test(test_writer_empty_profile),
       cmocka_unit_test(test_writer_odd_input),
