@@ -298,7 +298,7 @@ static void write_frame(FILE *f, const struct culpert__flame *fg, const struct r
    * written, so both always agree. */
   char label[1024];
   label[0] = '\0';
-  double cols = (strtod(w, NULL) - 6) / CHAR_W;
+  double cols = (strtod(w, NULL) - 6) / CHAR_W + 1e-6;
   if (cols >= 3)
     culpert__truncate(shown, cols > 200 ? 200 : (size_t)cols, label, sizeof label);
   fprintf(f, "<text x=\"%.2f\" y=\"%.1f\">", strtod(x, NULL) + 3, y + FRAME_H - 4.5);
@@ -345,12 +345,14 @@ static const char *const svg_script[] = {
     "      tip: g.getElementsByTagName('title')[0].textContent });\n",
     "  }\n",
     "  function fit(name, w) {\n",
-    "    var n = Math.floor((w - 6) / CW);\n",
+    "    var n = Math.floor((w - 6) / CW + 1e-6);\n",
     "    if (n < 3) return '';\n",
     "    var cs = Array.from(name);\n",
     "    return cs.length <= n ? name : cs.slice(0, n - 1).join('') + '\\u2026';\n",
     "  }\n",
     "  function place(f, x, w) {\n",
+    "    x = +x.toFixed(2);\n",
+    "    w = +w.toFixed(2);\n",
     "    f.r.setAttribute('x', x.toFixed(2));\n",
     "    f.r.setAttribute('width', w.toFixed(2));\n",
     "    f.t.setAttribute('x', (x + 3).toFixed(2));\n",
@@ -365,7 +367,7 @@ static const char *const svg_script[] = {
     "  /* Zoom: z fills the width; its descendants scale with it, its\n",
     "     ancestors stay full width and dimmed, everything else hides. */\n",
     "  function zoom(z) {\n",
-    "    var scale = (W - 2 * PAD) / z.w, eps = 1e-3;\n",
+    "    var scale = (W - 2 * PAD) / z.w, eps = 0.05; /* coordinates have 2 decimals */\n",
     "    frames.forEach(function (f) {\n",
     "      var inside = f.x >= z.x - eps && f.x + f.w <= z.x + z.w + eps;\n",
     "      var covers = f.x <= z.x + eps && f.x + f.w >= z.x + z.w - eps;\n",

@@ -155,7 +155,9 @@ fire(document, 'click', root.r);
 checkOriginal('after clicking all');
 
 // Zoom into every frame that has a descendant, in turn.
-const isDesc = (d, a) => d.y < a.y && d.x >= a.x - 1e-3 && d.x + d.w <= a.x + a.w + 1e-3;
+// Coordinates are written with two decimals: allow for their rounding.
+const EPS = 0.05;
+const isDesc = (d, a) => d.y < a.y && d.x >= a.x - EPS && d.x + d.w <= a.x + a.w + EPS;
 let zooms = 0;
 frames.slice(1).forEach((z) => {
   const kids = frames.filter((d) => isDesc(d, z));
@@ -170,11 +172,11 @@ frames.slice(1).forEach((z) => {
         fail(`zoom on "${z.name}": "${f.name}" at ${x}/${w}, want ${10 + (f.x - z.x) * scale}/${f.w * scale}`);
       // The label uses the new width: the whole name when it fits (7.2px a
       // character, 6px of margin), else as much as fits and an ellipsis.
-      const cols = Math.floor((w - 6) / 7.2);
+      const cols = Math.floor((w - 6) / 7.2 + 1e-6);
       const chars = Array.from(f.name);
       const want = cols < 3 ? '' : chars.length <= cols ? f.name : chars.slice(0, cols - 1).join('') + '\u2026';
       if (f.t.textContent !== want) fail(`zoom on "${z.name}": label "${f.t.textContent}" in a ${w}px frame, want "${want}"`);
-    } else if (f.y > z.y && f.x <= z.x + 1e-3 && f.x + f.w >= z.x + z.w - 1e-3) {
+    } else if (f.y > z.y && f.x <= z.x + EPS && f.x + f.w >= z.x + z.w - EPS) {
       if (!shown(f) || !near(x, 10) || !near(w, 1180) || !/\bdim\b/.test(f.g.getAttribute('class')))
         fail(`zoom on "${z.name}": ancestor "${f.name}" not full width and dimmed`);
     } else if (shown(f)) {
