@@ -30,7 +30,8 @@ struct out {
   int err;
 };
 
-static void out_put(struct out *o, const char *s, size_t n) {
+static void out_put(struct out *o, const char *s, size_t n)
+{
   if (o->err)
     return;
   if (n > OUT_MAX - o->len) {
@@ -54,10 +55,14 @@ static void out_put(struct out *o, const char *s, size_t n) {
   o->p[o->len] = '\0';
 }
 
-static void out_str(struct out *o, const char *s) { out_put(o, s, strlen(s)); }
+static void out_str(struct out *o, const char *s)
+{
+  out_put(o, s, strlen(s));
+}
 
 /* Returns the finished string, or NULL (and frees it) on any error. */
-static char *out_finish(struct out *o) {
+static char *out_finish(struct out *o)
+{
   if (o->err || !o->p) {
     free(o->p);
     return NULL;
@@ -65,11 +70,21 @@ static char *out_finish(struct out *o) {
   return o->p;
 }
 
-static int is_digit(char c) { return c >= '0' && c <= '9'; }
-static int is_lower(char c) { return c >= 'a' && c <= 'z'; }
-static int is_upper(char c) { return c >= 'A' && c <= 'Z'; }
+static int is_digit(char c)
+{
+  return c >= '0' && c <= '9';
+}
+static int is_lower(char c)
+{
+  return c >= 'a' && c <= 'z';
+}
+static int is_upper(char c)
+{
+  return c >= 'A' && c <= 'Z';
+}
 
-static int hex_value(char c) {
+static int hex_value(char c)
+{
   if (is_digit(c))
     return c - '0';
   if (c >= 'a' && c <= 'f')
@@ -78,7 +93,8 @@ static int hex_value(char c) {
 }
 
 /* Appends code point `cp` as UTF-8; returns -1 for an invalid one. */
-static int put_utf8(struct out *o, uint32_t cp) {
+static int put_utf8(struct out *o, uint32_t cp)
+{
   char b[4];
   size_t n;
   if (cp >= 0xd800 && cp <= 0xdfff)
@@ -112,7 +128,8 @@ static int put_utf8(struct out *o, uint32_t cp) {
 /* Rust legacy: _ZN <len><ident>... 17h<16 hex> E [.suffix]                */
 
 /* Decodes one path element of a legacy symbol into `o`. */
-static int legacy_element(struct out *o, const char *s, size_t n) {
+static int legacy_element(struct out *o, const char *s, size_t n)
+{
   static const struct {
     const char *esc;
     const char *text;
@@ -161,7 +178,8 @@ static int legacy_element(struct out *o, const char *s, size_t n) {
   return 0;
 }
 
-static int is_legacy_hash(const char *s, size_t n) {
+static int is_legacy_hash(const char *s, size_t n)
+{
   if (n != 17 || s[0] != 'h')
     return 0;
   for (size_t i = 1; i < n; i++)
@@ -171,7 +189,8 @@ static int is_legacy_hash(const char *s, size_t n) {
 }
 
 /* NULL when `sym` is not a legacy Rust symbol (it may still be C++). */
-static char *demangle_rust_legacy(const char *sym) {
+static char *demangle_rust_legacy(const char *sym)
+{
   enum { MAX_ELEMS = 256 };
   const char *elem[MAX_ELEMS];
   size_t elen[MAX_ELEMS];
@@ -241,19 +260,25 @@ struct v0 {
   uint64_t bound_lifetimes;
 };
 
-static void v0_emit(struct v0 *p, const char *s) {
+static void v0_emit(struct v0 *p, const char *s)
+{
   if (!p->quiet && !p->err)
     out_str(p->o, s);
 }
 
-static void v0_emitn(struct v0 *p, const char *s, size_t n) {
+static void v0_emitn(struct v0 *p, const char *s, size_t n)
+{
   if (!p->quiet && !p->err)
     out_put(p->o, s, n);
 }
 
-static char v0_peek(const struct v0 *p) { return p->pos < p->n ? p->s[p->pos] : '\0'; }
+static char v0_peek(const struct v0 *p)
+{
+  return p->pos < p->n ? p->s[p->pos] : '\0';
+}
 
-static int v0_eat(struct v0 *p, char c) {
+static int v0_eat(struct v0 *p, char c)
+{
   if (!p->err && v0_peek(p) == c) {
     p->pos++;
     return 1;
@@ -261,7 +286,8 @@ static int v0_eat(struct v0 *p, char c) {
   return 0;
 }
 
-static char v0_next(struct v0 *p) {
+static char v0_next(struct v0 *p)
+{
   if (p->err || p->pos >= p->n) {
     p->err = 1;
     return '\0';
@@ -270,7 +296,8 @@ static char v0_next(struct v0 *p) {
 }
 
 /* Guards recursion depth and total work; returns 0 when parsing may go on. */
-static int v0_enter(struct v0 *p) {
+static int v0_enter(struct v0 *p)
+{
   if (p->err)
     return -1;
   if (++p->depth > DEPTH_MAX || ++p->steps > STEPS_MAX || p->o->err) {
@@ -281,7 +308,8 @@ static int v0_enter(struct v0 *p) {
 }
 
 /* <base-62-number> = {0-9a-zA-Z} "_": "_" is 0, "0_" is 1, ... */
-static uint64_t v0_base62(struct v0 *p) {
+static uint64_t v0_base62(struct v0 *p)
+{
   if (v0_eat(p, '_'))
     return 0;
   uint64_t v = 0;
@@ -316,7 +344,8 @@ static uint64_t v0_base62(struct v0 *p) {
 }
 
 /* An optional `tag` <base-62-number>: 0 when absent, else the number + 1. */
-static uint64_t v0_opt_base62(struct v0 *p, char tag) {
+static uint64_t v0_opt_base62(struct v0 *p, char tag)
+{
   if (!v0_eat(p, tag))
     return 0;
   uint64_t v = v0_base62(p);
@@ -325,7 +354,8 @@ static uint64_t v0_opt_base62(struct v0 *p, char tag) {
   return v + 1;
 }
 
-static uint64_t v0_decimal(struct v0 *p) {
+static uint64_t v0_decimal(struct v0 *p)
+{
   char c = v0_next(p);
   if (p->err || !is_digit(c)) {
     p->err = 1;
@@ -352,7 +382,8 @@ struct ident {
 };
 
 /* <identifier> = [<disambiguator>] ["u"] <decimal-number> ["_"] <bytes> */
-static struct ident v0_ident(struct v0 *p) {
+static struct ident v0_ident(struct v0 *p)
+{
   struct ident id = {"", 0, 0, 0};
   id.dis = v0_opt_base62(p, 's');
   id.punycode = v0_eat(p, 'u');
@@ -368,7 +399,8 @@ static struct ident v0_ident(struct v0 *p) {
   return id;
 }
 
-static void v0_print_ident(struct v0 *p, const struct ident *id) {
+static void v0_print_ident(struct v0 *p, const struct ident *id)
+{
   /* Punycode (non-ASCII identifiers) is shown encoded, as rustc-demangle
    * does when it cannot decode. */
   if (id->punycode) {
@@ -381,7 +413,8 @@ static void v0_print_ident(struct v0 *p, const struct ident *id) {
 }
 
 /* <backref> = "B" <base-62-number>, a position in p->s before the "B". */
-static int v0_backref(struct v0 *p, size_t *target) {
+static int v0_backref(struct v0 *p, size_t *target)
+{
   size_t at = p->pos - 1;
   uint64_t i = v0_base62(p);
   if (p->err || i >= at) {
@@ -398,7 +431,8 @@ static void v0_const(struct v0 *p);
 
 /* Runs `fn` at the position of a backref, then resumes after it. In quiet
  * mode the target is not visited: nothing would be printed. */
-static void v0_follow(struct v0 *p, void (*fn)(struct v0 *, int), int arg) {
+static void v0_follow(struct v0 *p, void (*fn)(struct v0 *, int), int arg)
+{
   size_t target;
   if (v0_backref(p, &target))
     return;
@@ -410,17 +444,20 @@ static void v0_follow(struct v0 *p, void (*fn)(struct v0 *, int), int arg) {
   p->pos = saved;
 }
 
-static void v0_type_arg(struct v0 *p, int unused) {
+static void v0_type_arg(struct v0 *p, int unused)
+{
   (void)unused;
   v0_type(p);
 }
 
-static void v0_const_arg(struct v0 *p, int unused) {
+static void v0_const_arg(struct v0 *p, int unused)
+{
   (void)unused;
   v0_const(p);
 }
 
-static void v0_lifetime(struct v0 *p, uint64_t lt) {
+static void v0_lifetime(struct v0 *p, uint64_t lt)
+{
   if (lt == 0) {
     v0_emit(p, "'_");
     return;
@@ -439,7 +476,8 @@ static void v0_lifetime(struct v0 *p, uint64_t lt) {
 }
 
 /* [<binder>] = "G" <base-62-number>: prints "for<'a, 'b> " and binds. */
-static uint64_t v0_binder(struct v0 *p) {
+static uint64_t v0_binder(struct v0 *p)
+{
   uint64_t count = v0_opt_base62(p, 'G');
   if (count == 0 || p->err)
     return 0;
@@ -458,7 +496,8 @@ static uint64_t v0_binder(struct v0 *p) {
   return count;
 }
 
-static void v0_generic_args(struct v0 *p) {
+static void v0_generic_args(struct v0 *p)
+{
   for (size_t i = 0; !p->err && !v0_eat(p, 'E'); i++) {
     if (i > 0)
       v0_emit(p, ", ");
@@ -471,7 +510,8 @@ static void v0_generic_args(struct v0 *p) {
   }
 }
 
-static void v0_path(struct v0 *p, int in_value) {
+static void v0_path(struct v0 *p, int in_value)
+{
   if (v0_enter(p))
     return;
   char tag = v0_next(p);
@@ -544,36 +584,24 @@ static void v0_path(struct v0 *p, int in_value) {
   p->depth--;
 }
 
-static const char *v0_basic_type(char c) {
-  switch (c) {
-  case 'a': return "i8";
-  case 'b': return "bool";
-  case 'c': return "char";
-  case 'd': return "f64";
-  case 'e': return "str";
-  case 'f': return "f32";
-  case 'h': return "u8";
-  case 'i': return "isize";
-  case 'j': return "usize";
-  case 'l': return "i32";
-  case 'm': return "u32";
-  case 'n': return "i128";
-  case 'o': return "u128";
-  case 's': return "i16";
-  case 't': return "u16";
-  case 'u': return "()";
-  case 'v': return "...";
-  case 'x': return "i64";
-  case 'y': return "u64";
-  case 'z': return "!";
-  case 'p': return "_";
-  default: return NULL;
-  }
+/* <basic-type>: one lowercase letter; NULL for letters that are not one. */
+static const char *v0_basic_type(char c)
+{
+  static const char *const basic[26] = {
+      ['a' - 'a'] = "i8",    ['b' - 'a'] = "bool", ['c' - 'a'] = "char", ['d' - 'a'] = "f64",
+      ['e' - 'a'] = "str",   ['f' - 'a'] = "f32",  ['h' - 'a'] = "u8",   ['i' - 'a'] = "isize",
+      ['j' - 'a'] = "usize", ['l' - 'a'] = "i32",  ['m' - 'a'] = "u32",  ['n' - 'a'] = "i128",
+      ['o' - 'a'] = "u128",  ['p' - 'a'] = "_",    ['s' - 'a'] = "i16",  ['t' - 'a'] = "u16",
+      ['u' - 'a'] = "()",    ['v' - 'a'] = "...",  ['x' - 'a'] = "i64",  ['y' - 'a'] = "u64",
+      ['z' - 'a'] = "!",
+  };
+  return is_lower(c) ? basic[c - 'a'] : NULL;
 }
 
 /* A dyn trait's path, leaving its generic argument list open ("Fn<(A,)")
  * so associated-type bindings can follow. Returns 1 when left open. */
-static int v0_path_open_generics(struct v0 *p) {
+static int v0_path_open_generics(struct v0 *p)
+{
   if (v0_peek(p) == 'B') {
     p->pos++;
     size_t target;
@@ -601,7 +629,8 @@ static int v0_path_open_generics(struct v0 *p) {
   return 0;
 }
 
-static void v0_dyn_trait(struct v0 *p) {
+static void v0_dyn_trait(struct v0 *p)
+{
   int open = v0_path_open_generics(p);
   while (!p->err && v0_eat(p, 'p')) {
     v0_emit(p, open ? ", " : "<");
@@ -615,7 +644,8 @@ static void v0_dyn_trait(struct v0 *p) {
     v0_emit(p, ">");
 }
 
-static void v0_fn_sig(struct v0 *p) {
+static void v0_fn_sig(struct v0 *p)
+{
   uint64_t saved = p->bound_lifetimes;
   v0_binder(p);
   if (v0_eat(p, 'U'))
@@ -645,7 +675,8 @@ static void v0_fn_sig(struct v0 *p) {
   p->bound_lifetimes = saved;
 }
 
-static void v0_type(struct v0 *p) {
+static void v0_type(struct v0 *p)
+{
   if (v0_enter(p))
     return;
   char tag = v0_next(p);
@@ -737,7 +768,8 @@ static void v0_type(struct v0 *p) {
 
 /* <const> = <type> <const-data> | "p" | <backref>; integers, bool and char
  * are decoded, anything else (structural constants) gives up. */
-static void v0_const(struct v0 *p) {
+static void v0_const(struct v0 *p)
+{
   if (v0_enter(p))
     return;
   char tag = v0_next(p);
@@ -787,7 +819,8 @@ static void v0_const(struct v0 *p) {
   p->depth--;
 }
 
-static char *demangle_rust_v0(const char *sym) {
+static char *demangle_rust_v0(const char *sym)
+{
   const char *s = sym[1] == 'R' ? sym + 2 : sym + 3; /* "_R" or "__R" */
   if (is_digit(*s))
     return NULL; /* a future encoding version */
@@ -814,7 +847,8 @@ static char *demangle_rust_v0(const char *sym) {
 
 typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
 
-static char *demangle_cxx(const char *sym) {
+static char *demangle_cxx(const char *sym)
+{
   void *addr = dlsym(RTLD_DEFAULT, "__cxa_demangle");
   cxa_demangle_fn fn;
   int status = -1;
@@ -831,7 +865,8 @@ static char *demangle_cxx(const char *sym) {
   return r;
 }
 
-char *culpert__demangle(const char *sym) {
+char *culpert__demangle(const char *sym)
+{
   if (!sym)
     return NULL;
   if (strncmp(sym, "_R", 2) == 0 || strncmp(sym, "__R", 3) == 0)

@@ -36,19 +36,19 @@ struct sym {
 struct culpert__symtab {
   struct sym *syms; /* sorted by addr */
   size_t nsyms;
-  int full;         /* from .symtab */
-  void *map;        /* the file's bytes (names point here), NULL for memory */
+  int full;  /* from .symtab */
+  void *map; /* the file's bytes (names point here), NULL for memory */
   size_t maplen;
 };
 
 /* One loaded object. */
 struct object {
-  char *path;        /* file to read symbols from; NULL for the vdso */
-  uint64_t bias;     /* load bias: runtime address = bias + ELF vaddr */
-  uint64_t image;    /* vdso only: address and size of its ELF image */
+  char *path;     /* file to read symbols from; NULL for the vdso */
+  uint64_t bias;  /* load bias: runtime address = bias + ELF vaddr */
+  uint64_t image; /* vdso only: address and size of its ELF image */
   uint64_t image_len;
   char build_id[129];
-  int loaded;                   /* files read (or attempted) */
+  int loaded;                    /* files read (or attempted) */
   struct culpert__symtab *tab;   /* the object's own file, NULL if unreadable */
   struct culpert__symtab *dbg;   /* its separate debug file, if any */
   struct culpert__symtab *names; /* whichever of the two gives symbols */
@@ -59,7 +59,7 @@ struct culpert__symbolizer {
   struct object *objs;
   size_t nobjs;
   struct culpert__smap *maps;
-  size_t *map_obj;  /* object index of each mapping */
+  size_t *map_obj; /* object index of each mapping */
   size_t nmaps;
   size_t *by_start; /* mapping indices sorted by start address */
   char *dl_name;    /* last dladdr() name, owned copy */
@@ -72,7 +72,8 @@ struct culpert__symbolizer {
 /* ---------------------------------------------------------------------- */
 /* ELF symbol tables from bytes in memory                                  */
 
-static int sym_cmp(const void *a, const void *b) {
+static int sym_cmp(const void *a, const void *b)
+{
   const struct sym *x = a, *y = b;
   if (x->addr != y->addr)
     return x->addr < y->addr ? -1 : 1;
@@ -83,7 +84,8 @@ static int sym_cmp(const void *a, const void *b) {
 }
 
 /* Bounds check: [off, off + len) lies inside a buffer of `size` bytes. */
-static int in_bounds(uint64_t off, uint64_t len, size_t size) {
+static int in_bounds(uint64_t off, uint64_t len, size_t size)
+{
   return off <= size && len <= size - off;
 }
 
@@ -91,7 +93,8 @@ static int in_bounds(uint64_t off, uint64_t len, size_t size) {
  * [base, base + size). Returns the number of symbols read, 0 when the
  * section is absent, -ENOEXEC for a malformed image, -ENOMEM. */
 static long read_symbols(struct culpert__symtab *t, const unsigned char *base, size_t size,
-                         uint32_t type) {
+                         uint32_t type)
+{
   const Elf64_Ehdr *eh = (const void *)base;
   if (size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
       eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB)
@@ -146,7 +149,8 @@ static long read_symbols(struct culpert__symtab *t, const unsigned char *base, s
 }
 
 /* .symtab when present (and not empty), else .dynsym. */
-static int read_best_symbols(struct culpert__symtab *t, const unsigned char *base, size_t size) {
+static int read_best_symbols(struct culpert__symtab *t, const unsigned char *base, size_t size)
+{
   long n = read_symbols(t, base, size, SHT_SYMTAB);
   if (n > 0)
     return 0;
@@ -156,7 +160,8 @@ static int read_best_symbols(struct culpert__symtab *t, const unsigned char *bas
   return n < 0 ? (int)n : 0;
 }
 
-int culpert__symtab_load(const char *path, struct culpert__symtab **out) {
+int culpert__symtab_load(const char *path, struct culpert__symtab **out)
+{
   struct culpert__symtab *t = NULL;
   struct stat st;
   int rc = 0;
@@ -202,7 +207,8 @@ out:
 }
 
 /* The FUNC symbol containing vaddr, or NULL. */
-static const struct sym *lookup(const struct culpert__symtab *t, uint64_t vaddr) {
+static const struct sym *lookup(const struct culpert__symtab *t, uint64_t vaddr)
+{
   if (!t || t->nsyms == 0)
     return NULL;
   /* Last symbol starting at or before vaddr. */
@@ -232,16 +238,24 @@ static const struct sym *lookup(const struct culpert__symtab *t, uint64_t vaddr)
   return unsized;
 }
 
-const char *culpert__symtab_lookup(const struct culpert__symtab *t, uint64_t vaddr) {
+const char *culpert__symtab_lookup(const struct culpert__symtab *t, uint64_t vaddr)
+{
   const struct sym *s = lookup(t, vaddr);
   return s ? s->name : NULL;
 }
 
-size_t culpert__symtab_count(const struct culpert__symtab *t) { return t ? t->nsyms : 0; }
+size_t culpert__symtab_count(const struct culpert__symtab *t)
+{
+  return t ? t->nsyms : 0;
+}
 
-int culpert__symtab_is_full(const struct culpert__symtab *t) { return t ? t->full : 0; }
+int culpert__symtab_is_full(const struct culpert__symtab *t)
+{
+  return t ? t->full : 0;
+}
 
-void culpert__symtab_free(struct culpert__symtab *t) {
+void culpert__symtab_free(struct culpert__symtab *t)
+{
   if (!t)
     return;
   free(t->syms);
@@ -255,7 +269,8 @@ void culpert__symtab_free(struct culpert__symtab *t) {
 
 /* Hex of the NT_GNU_BUILD_ID note in the PT_NOTE segments of a loaded
  * object ("" when none). The notes are in mapped memory. */
-static void note_build_id(const struct dl_phdr_info *info, char *hex, size_t hexlen) {
+static void note_build_id(const struct dl_phdr_info *info, char *hex, size_t hexlen)
+{
   hex[0] = '\0';
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -293,7 +308,8 @@ struct collect {
   int first;
 };
 
-static char *main_exe_path(void) {
+static char *main_exe_path(void)
+{
   char buf[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0)
@@ -302,7 +318,8 @@ static char *main_exe_path(void) {
   return strdup(buf);
 }
 
-static int collect_object(struct dl_phdr_info *info, size_t size, void *data) {
+static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
+{
   struct collect *c = data;
   struct culpert__symbolizer *s = c->s;
   int is_main = c->first;
@@ -386,17 +403,22 @@ nomem:
   return 1;
 }
 
-static const struct culpert__symbolizer *sort_ctx;
+struct start_index {
+  uint64_t start;
+  size_t map;
+};
 
-static int by_start_cmp(const void *a, const void *b) {
-  uint64_t x = sort_ctx->maps[*(const size_t *)a].start;
-  uint64_t y = sort_ctx->maps[*(const size_t *)b].start;
-  return x < y ? -1 : x > y;
+static int start_cmp(const void *a, const void *b)
+{
+  const struct start_index *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
 }
 
-int culpert__symbolize_open(struct culpert__symbolizer **out) {
+int culpert__symbolize_open(struct culpert__symbolizer **out)
+{
   struct collect c = {0};
   struct culpert__symbolizer *s = calloc(1, sizeof *s);
+  struct start_index *order = NULL;
   int rc = 0;
   *out = NULL;
   if (!s)
@@ -414,19 +436,19 @@ int culpert__symbolize_open(struct culpert__symbolizer **out) {
     goto out;
   }
   s->by_start = malloc((s->nmaps ? s->nmaps : 1) * sizeof *s->by_start);
-  if (!s->by_start) {
+  order = malloc((s->nmaps ? s->nmaps : 1) * sizeof *order);
+  if (!s->by_start || !order) {
     rc = -ENOMEM;
     goto out;
   }
   for (size_t i = 0; i < s->nmaps; i++)
-    s->by_start[i] = i;
-  /* qsort has no context argument; the writer is the only caller and is
-   * not reentrant with itself, but keep the window as small as possible. */
-  sort_ctx = s;
-  qsort(s->by_start, s->nmaps, sizeof *s->by_start, by_start_cmp);
-  sort_ctx = NULL;
+    order[i] = (struct start_index){s->maps[i].start, i};
+  qsort(order, s->nmaps, sizeof *order, start_cmp);
+  for (size_t i = 0; i < s->nmaps; i++)
+    s->by_start[i] = order[i].map;
 
 out:
+  free(order);
   if (rc) {
     culpert__symbolize_close(s);
     s = NULL;
@@ -435,7 +457,8 @@ out:
   return rc;
 }
 
-void culpert__symbolize_close(struct culpert__symbolizer *s) {
+void culpert__symbolize_close(struct culpert__symbolizer *s)
+{
   if (!s)
     return;
   for (size_t i = 0; i < s->nobjs; i++) {
@@ -454,14 +477,18 @@ void culpert__symbolize_close(struct culpert__symbolizer *s) {
   free(s);
 }
 
-size_t culpert__symbolize_nmaps(const struct culpert__symbolizer *s) { return s->nmaps; }
+size_t culpert__symbolize_nmaps(const struct culpert__symbolizer *s)
+{
+  return s->nmaps;
+}
 
-const struct culpert__smap *culpert__symbolize_map(const struct culpert__symbolizer *s,
-                                                   size_t i) {
+const struct culpert__smap *culpert__symbolize_map(const struct culpert__symbolizer *s, size_t i)
+{
   return i < s->nmaps ? &s->maps[i] : NULL;
 }
 
-long culpert__symbolize_find_map(const struct culpert__symbolizer *s, uint64_t addr) {
+long culpert__symbolize_find_map(const struct culpert__symbolizer *s, uint64_t addr)
+{
   size_t lo = 0, hi = s->nmaps;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -479,7 +506,8 @@ long culpert__symbolize_find_map(const struct culpert__symbolizer *s, uint64_t a
 /* The symbols and DWARF of a stripped object live in a separate debug
  * file named by its build id (Debian's *-dbg and *-dbgsym packages install
  * them there). */
-static struct culpert__symtab *load_debug_file(const char *build_id) {
+static struct culpert__symtab *load_debug_file(const char *build_id)
+{
   char path[256];
   struct culpert__symtab *t = NULL;
   if (strlen(build_id) < 4)
@@ -493,7 +521,8 @@ static struct culpert__symtab *load_debug_file(const char *build_id) {
 static int has_debug_line(const struct culpert__symtab *t);
 
 /* Reads the files of an object once; failures leave the pointers NULL. */
-static void load_object(struct object *obj) {
+static void load_object(struct object *obj)
+{
   if (obj->loaded)
     return;
   obj->loaded = 1;
@@ -522,7 +551,8 @@ static void load_object(struct object *obj) {
 }
 
 int culpert__symbolize_addr(struct culpert__symbolizer *s, uint64_t addr,
-                            struct culpert__symbol *out) {
+                            struct culpert__symbol *out)
+{
   out->name = NULL;
   out->start = 0;
   long m = culpert__symbolize_find_map(s, addr);
@@ -567,7 +597,8 @@ struct section {
 /* Finds section `name` in the ELF image and decompresses it if needed.
  * Returns 0 (s->p NULL when absent or unusable) or -ENOMEM. */
 static int elf_section(const unsigned char *base, size_t size, const char *name,
-                       struct section *sec) {
+                       struct section *sec)
+{
   memset(sec, 0, sizeof *sec);
   const Elf64_Ehdr *eh = (const void *)base;
   if (!base || size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
@@ -615,7 +646,8 @@ static int elf_section(const unsigned char *base, size_t size, const char *name,
   return 0;
 }
 
-static int has_debug_line(const struct culpert__symtab *t) {
+static int has_debug_line(const struct culpert__symtab *t)
+{
   struct section sec;
   if (!t || !t->map || elf_section(t->map, t->maplen, ".debug_line", &sec) != 0)
     return 0;
@@ -630,7 +662,8 @@ struct rd {
   int err;
 };
 
-static uint64_t rd_u(struct rd *r, size_t n) {
+static uint64_t rd_u(struct rd *r, size_t n)
+{
   uint64_t v = 0;
   if (r->err || (size_t)(r->end - r->p) < n) {
     r->err = 1;
@@ -642,7 +675,8 @@ static uint64_t rd_u(struct rd *r, size_t n) {
   return v;
 }
 
-static uint64_t rd_uleb(struct rd *r) {
+static uint64_t rd_uleb(struct rd *r)
+{
   uint64_t v = 0;
   for (unsigned shift = 0; !r->err; shift += 7) {
     if (r->p >= r->end) {
@@ -658,7 +692,8 @@ static uint64_t rd_uleb(struct rd *r) {
   return v;
 }
 
-static int64_t rd_sleb(struct rd *r) {
+static int64_t rd_sleb(struct rd *r)
+{
   uint64_t v = 0;
   unsigned shift = 0;
   unsigned char b = 0;
@@ -677,7 +712,8 @@ static int64_t rd_sleb(struct rd *r) {
   return (int64_t)v;
 }
 
-static const char *rd_cstr(struct rd *r) {
+static const char *rd_cstr(struct rd *r)
+{
   if (r->err)
     return NULL;
   const unsigned char *nul = memchr(r->p, '\0', (size_t)(r->end - r->p));
@@ -690,7 +726,8 @@ static const char *rd_cstr(struct rd *r) {
   return s;
 }
 
-static void rd_skip(struct rd *r, uint64_t n) {
+static void rd_skip(struct rd *r, uint64_t n)
+{
   if (r->err || (uint64_t)(r->end - r->p) < n) {
     r->err = 1;
     return;
@@ -699,7 +736,8 @@ static void rd_skip(struct rd *r, uint64_t n) {
 }
 
 /* A NUL-terminated string at `off` in a string section, or NULL. */
-static const char *section_str(const struct section *sec, uint64_t off) {
+static const char *section_str(const struct section *sec, uint64_t off)
+{
   if (!sec->p || off >= sec->len || !memchr(sec->p + off, '\0', sec->len - off))
     return NULL;
   return (const char *)sec->p + off;
@@ -714,7 +752,8 @@ struct lentry {
 /* Reads one attribute of a DWARF 5 entry format. Strings set *str, numbers
  * *num. Returns -1 for a form this reader does not know. */
 static int read_form(struct rd *r, uint64_t form, int offsize, const struct section *line_str,
-                     const struct section *str, const char **sv, uint64_t *nv) {
+                     const struct section *str, const char **sv, uint64_t *nv)
+{
   switch (form) {
   case 0x08: /* DW_FORM_string */
     *sv = rd_cstr(r);
@@ -760,7 +799,8 @@ static int read_form(struct rd *r, uint64_t form, int offsize, const struct sect
 
 /* Reads a DWARF 5 directory or file table into a malloc'd array. */
 static struct lentry *read_entries_v5(struct rd *r, int offsize, const struct section *line_str,
-                                      const struct section *str, size_t *count) {
+                                      const struct section *str, size_t *count)
+{
   uint64_t formats[16][2];
   unsigned nformats = (unsigned)rd_u(r, 1);
   *count = 0;
@@ -802,7 +842,8 @@ static struct lentry *read_entries_v5(struct rd *r, int offsize, const struct se
 }
 
 /* Reads a DWARF 2-4 include_directories or file_names list. */
-static struct lentry *read_entries_v4(struct rd *r, int files, size_t *count) {
+static struct lentry *read_entries_v4(struct rd *r, int files, size_t *count)
+{
   size_t n = 0, cap = 16;
   struct lentry *e = malloc(cap * sizeof *e);
   *count = 0;
@@ -856,7 +897,8 @@ struct lines_job {
 };
 
 /* "dir/name" for file `idx` of the current unit, kept by the symbolizer. */
-static const char *unit_file(struct lines_job *j, uint64_t idx) {
+static const char *unit_file(struct lines_job *j, uint64_t idx)
+{
   if (j->version < 5) {
     if (idx == 0)
       return NULL;
@@ -900,7 +942,8 @@ static const char *unit_file(struct lines_job *j, uint64_t idx) {
 /* Rows [from, to) of a sequence share a file and line: give them to the
  * wanted addresses in that range that have none yet. */
 static void assign_range(struct lines_job *j, uint64_t from, uint64_t to, uint64_t file,
-                         uint64_t line) {
+                         uint64_t line)
+{
   size_t lo = 0, hi = j->nwant;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -920,7 +963,8 @@ static void assign_range(struct lines_job *j, uint64_t from, uint64_t to, uint64
 
 /* Runs the line program of one unit. */
 static void run_program(struct lines_job *j, struct rd *r, unsigned min_inst, int line_base,
-                        unsigned line_range, unsigned opcode_base, const unsigned char *std_len) {
+                        unsigned line_range, unsigned opcode_base, const unsigned char *std_len)
+{
   uint64_t addr = 0, file = 1, line = 1;
   uint64_t prev_addr = 0, prev_file = 0, prev_line = 0;
   int have_prev = 0;
@@ -995,7 +1039,8 @@ static void run_program(struct lines_job *j, struct rd *r, unsigned min_inst, in
 }
 
 /* Resolves the wanted addresses of one object from its .debug_line. */
-static int object_lines(struct lines_job *j, const struct culpert__symtab *t) {
+static int object_lines(struct lines_job *j, const struct culpert__symtab *t)
+{
   struct section line, line_str, str;
   int rc = elf_section(t->map, t->maplen, ".debug_line", &line);
   if (rc || !line.p)
@@ -1039,8 +1084,7 @@ static int object_lines(struct lines_job *j, const struct culpert__symtab *t) {
     int line_base = (int)(int8_t)rd_u(&r, 1);
     unsigned line_range = (unsigned)rd_u(&r, 1);
     unsigned opcode_base = (unsigned)rd_u(&r, 1);
-    if (r.err || line_range == 0 || opcode_base == 0 ||
-        (size_t)(r.end - r.p) < opcode_base - 1)
+    if (r.err || line_range == 0 || opcode_base == 0 || (size_t)(r.end - r.p) < opcode_base - 1)
       continue;
     const unsigned char *std_len = r.p;
     r.p += opcode_base - 1;
@@ -1075,13 +1119,15 @@ static int object_lines(struct lines_job *j, const struct culpert__symtab *t) {
   return rc;
 }
 
-static int want_cmp(const void *a, const void *b) {
+static int want_cmp(const void *a, const void *b)
+{
   const struct want *x = a, *y = b;
   return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
 }
 
 int culpert__symbolize_lines(struct culpert__symbolizer *s, const uint64_t *addrs, size_t n,
-                             const char **files, uint32_t *lines) {
+                             const char **files, uint32_t *lines)
+{
   struct want *want = NULL;
   long *obj_of = NULL;
   int rc = 0;

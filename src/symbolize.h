@@ -20,11 +20,11 @@
 /* One executable segment of a loaded object, page aligned as the kernel
  * maps it (what /proc/self/maps shows). */
 struct culpert__smap {
-  uint64_t start;      /* first address */
-  uint64_t limit;      /* one past the last address */
-  uint64_t offset;     /* file offset mapped at `start` */
-  const char *path;    /* the object's file, "[vdso]" for the vdso */
-  char build_id[129];  /* GNU build-id as lowercase hex, "" when none */
+  uint64_t start;       /* first address */
+  uint64_t limit;       /* one past the last address */
+  uint64_t offset;      /* file offset mapped at `start` */
+  const char *path;     /* the object's file, "[vdso]" for the vdso */
+  char build_id[129];   /* GNU build-id as lowercase hex, "" when none */
   unsigned is_main : 1; /* the main executable */
   unsigned is_self : 1; /* the shared object this code lives in (libculpert.so) */
   unsigned is_vdso : 1;

@@ -80,7 +80,8 @@ enum {
 /* ---------------------------------------------------------------------- */
 /* Hash tables: open addressing, power-of-two sizes, at most half full.    */
 
-static uint64_t mix64(uint64_t x) {
+static uint64_t mix64(uint64_t x)
+{
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdULL;
   x ^= x >> 33;
@@ -89,7 +90,8 @@ static uint64_t mix64(uint64_t x) {
   return x;
 }
 
-static uint64_t hash_bytes(const char *s, size_t n) {
+static uint64_t hash_bytes(const char *s, size_t n)
+{
   uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
   for (size_t i = 0; i < n; i++) {
     h ^= (unsigned char)s[i];
@@ -106,7 +108,8 @@ struct u64map {
   size_t n;
 };
 
-static int u64map_grow(struct u64map *m) {
+static int u64map_grow(struct u64map *m)
+{
   size_t cap = m->cap ? m->cap * 2 : 64;
   uint64_t *keys = malloc(cap * sizeof *keys);
   uint32_t *vals = calloc(cap, sizeof *vals);
@@ -134,7 +137,8 @@ static int u64map_grow(struct u64map *m) {
 
 /* Finds `key`; when absent inserts it with value `val`. Returns the value
  * stored for key, or -ENOMEM. *found tells which happened. */
-static int64_t u64map_put(struct u64map *m, uint64_t key, uint32_t val, int *found) {
+static int64_t u64map_put(struct u64map *m, uint64_t key, uint32_t val, int *found)
+{
   if ((m->n + 1) * 2 > m->cap && u64map_grow(m))
     return -ENOMEM;
   size_t j = mix64(key) & (m->cap - 1);
@@ -152,7 +156,8 @@ static int64_t u64map_put(struct u64map *m, uint64_t key, uint32_t val, int *fou
   return val;
 }
 
-static void u64map_free(struct u64map *m) {
+static void u64map_free(struct u64map *m)
+{
   free(m->keys);
   free(m->vals);
 }
@@ -167,7 +172,8 @@ struct strtab {
   size_t nslots;
 };
 
-static int strtab_rehash(struct strtab *t) {
+static int strtab_rehash(struct strtab *t)
+{
   size_t nslots = t->nslots ? t->nslots * 2 : 256;
   uint32_t *slots = calloc(nslots, sizeof *slots);
   if (!slots)
@@ -185,7 +191,8 @@ static int strtab_rehash(struct strtab *t) {
 }
 
 /* Index of `s` (n bytes) in the table, adding it if new; -ENOMEM. */
-static int64_t strtab_intern_n(struct strtab *t, const char *s, size_t n) {
+static int64_t strtab_intern_n(struct strtab *t, const char *s, size_t n)
+{
   if ((t->n + 1) * 2 > t->nslots && strtab_rehash(t))
     return -ENOMEM;
   size_t j = hash_bytes(s, n) & (t->nslots - 1);
@@ -218,11 +225,13 @@ static int64_t strtab_intern_n(struct strtab *t, const char *s, size_t n) {
   return (int64_t)t->n++;
 }
 
-static int64_t strtab_intern(struct strtab *t, const char *s) {
+static int64_t strtab_intern(struct strtab *t, const char *s)
+{
   return strtab_intern_n(t, s, strlen(s));
 }
 
-static void strtab_free(struct strtab *t) {
+static void strtab_free(struct strtab *t)
+{
   for (size_t i = 0; i < t->n; i++)
     free(t->strs[i]);
   free(t->strs);
@@ -290,7 +299,8 @@ struct ctx {
 };
 
 /* Grows an array of `size`-byte elements so one more fits. */
-static int grow(void **arr, size_t *cap, size_t n, size_t size) {
+static int grow(void **arr, size_t *cap, size_t n, size_t size)
+{
   if (n < *cap)
     return 0;
   size_t c = *cap ? *cap * 2 : 32;
@@ -306,7 +316,8 @@ static int grow(void **arr, size_t *cap, size_t n, size_t size) {
  * root-first order. Nodes with the same chain of names share one id. A
  * parent index out of range or a cycle makes the node a root. Returns the
  * id (>= 1), 0 for "no span", or -ENOMEM. */
-static int64_t span_path(struct ctx *c, uint32_t node) {
+static int64_t span_path(struct ctx *c, uint32_t node)
+{
   const struct culpert__wprofile *p = c->p;
   if (node == 0 || node >= p->nspans)
     return 0;
@@ -351,7 +362,8 @@ static int64_t span_path(struct ctx *c, uint32_t node) {
 }
 
 /* Writes "<basename>+0x<offset>" for an address without a symbol. */
-static int64_t unnamed_function(struct ctx *c, const struct culpert__smap *m, uint64_t addr) {
+static int64_t unnamed_function(struct ctx *c, const struct culpert__smap *m, uint64_t addr)
+{
   char buf[320];
   const char *base = strrchr(m->path, '/');
   base = base ? base + 1 : m->path;
@@ -361,7 +373,8 @@ static int64_t unnamed_function(struct ctx *c, const struct culpert__smap *m, ui
 }
 
 /* Names the function around one location. */
-static int name_location(struct ctx *c, struct location *loc) {
+static int name_location(struct ctx *c, struct location *loc)
+{
   struct culpert__symbol sym;
   const struct culpert__smap *m =
       loc->map >= 0 ? culpert__symbolize_map(c->sym, (size_t)loc->map) : NULL;
@@ -395,7 +408,8 @@ static int name_location(struct ctx *c, struct location *loc) {
  * object's DWARF line table), and groups locations into functions: one
  * per (symbol, file). A function's file is the file of its first
  * instruction; a location's line is its own when it is in that file. */
-static int resolve_locations(struct ctx *c) {
+static int resolve_locations(struct ctx *c)
+{
   size_t n = c->nlocs;
   uint64_t *addrs = NULL;
   const char **files = NULL;
@@ -451,8 +465,8 @@ static int resolve_locations(struct ctx *c) {
         rc = -ENOMEM;
         goto out;
       }
-      c->funcs[c->nfuncs++] = (struct function){loc->name, loc->system_name, filename,
-                                                loc->start ? lines[n + i] : 0};
+      c->funcs[c->nfuncs++] =
+          (struct function){loc->name, loc->system_name, filename, loc->start ? lines[n + i] : 0};
     }
     loc->function = (uint32_t)idx + 1;
   }
@@ -468,7 +482,8 @@ out:
  * every caller frame is a return address and gets ip - 1, so it lands in
  * the call instruction. Leading frames inside libculpert.so are dropped. */
 static int sample_locations(struct ctx *c, const struct culpert__wsample *s, uint64_t *ids,
-                            uint32_t *nids) {
+                            uint32_t *nids)
+{
   uint32_t n = 0;
   for (uint32_t k = 0; k < s->depth; k++) {
     uint64_t ip = s->ips[k];
@@ -494,7 +509,8 @@ static int sample_locations(struct ctx *c, const struct culpert__wsample *s, uin
 }
 
 /* An estimate as the nearest int64; negative or non-finite becomes 0. */
-static int64_t estimate(double v) {
+static int64_t estimate(double v)
+{
   if (!(v > 0))
     return 0;
   if (v >= 9.2e18)
@@ -502,15 +518,16 @@ static int64_t estimate(double v) {
   return (int64_t)llround(v);
 }
 
-static void encode_value_type(struct culpert__pbuf *b, uint32_t field, int64_t type,
-                              int64_t unit) {
+static void encode_value_type(struct culpert__pbuf *b, uint32_t field, int64_t type, int64_t unit)
+{
   size_t mark = culpert__pbenc_begin(b, field);
   culpert__pbenc_int64(b, VALUE_TYPE_TYPE, type);
   culpert__pbenc_int64(b, VALUE_TYPE_UNIT, unit);
   culpert__pbenc_end(b, mark);
 }
 
-static void encode_label(struct culpert__pbuf *b, int64_t key, int64_t str, int64_t num) {
+static void encode_label(struct culpert__pbuf *b, int64_t key, int64_t str, int64_t num)
+{
   size_t mark = culpert__pbenc_begin(b, SAMPLE_LABEL);
   culpert__pbenc_int64(b, LABEL_KEY, key);
   if (str)
@@ -522,7 +539,8 @@ static void encode_label(struct culpert__pbuf *b, int64_t key, int64_t str, int6
 
 /* A sample with its span labels (none for path id 0). */
 static void encode_sample(struct ctx *c, struct culpert__pbuf *b, const uint64_t *locs,
-                          uint32_t nlocs, const int64_t *values, uint32_t path_id) {
+                          uint32_t nlocs, const int64_t *values, uint32_t path_id)
+{
   size_t mark = culpert__pbenc_begin(b, PROFILE_SAMPLE);
   culpert__pbenc_packed_uint64(b, SAMPLE_LOCATION_ID, locs, nlocs);
   /* Written even when all are 0: pprof needs one value per sample type. */
@@ -541,7 +559,8 @@ static void encode_sample(struct ctx *c, struct culpert__pbuf *b, const uint64_t
 }
 
 /* Orders "key=value" comments by key, then by the whole text. */
-static int comment_cmp(const void *a, const void *b) {
+static int comment_cmp(const void *a, const void *b)
+{
   const char *x = *(const char *const *)a, *y = *(const char *const *)b;
   size_t kx = strcspn(x, "="), ky = strcspn(y, "=");
   size_t k = kx < ky ? kx : ky;
@@ -553,7 +572,8 @@ static int comment_cmp(const void *a, const void *b) {
   return strcmp(x, y);
 }
 
-static int gzip(const unsigned char *in, size_t inlen, unsigned char **out, size_t *outlen) {
+static int gzip(const unsigned char *in, size_t inlen, unsigned char **out, size_t *outlen)
+{
   z_stream zs;
   memset(&zs, 0, sizeof zs);
   if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
@@ -583,7 +603,8 @@ out:
   return rc;
 }
 
-int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **out, size_t *len) {
+int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **out, size_t *len)
+{
   struct ctx c;
   struct culpert__pbuf b;
   const char **comments = NULL;
@@ -601,9 +622,9 @@ int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **ou
   c.p = p;
 
   /* Strings every profile has; "" must be index 0. */
-  static const char *const fixed[] = {"", "alloc_objects", "count", "alloc_space", "bytes",
-                                      "inuse_objects", "inuse_space", "samples", "space",
-                                      "span_name", "span_id", "span_parent_id"};
+  static const char *const fixed[] = {"",      "alloc_objects", "count",       "alloc_space",
+                                      "bytes", "inuse_objects", "inuse_space", "samples",
+                                      "space", "span_name",     "span_id",     "span_parent_id"};
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
     if (strtab_intern(&c.strs, fixed[i]) < 0) {
       rc = -ENOMEM;
@@ -688,11 +709,16 @@ int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **ou
     goto out;
 
   /* Encode. */
-  encode_value_type(&b, PROFILE_SAMPLE_TYPE, strtab_intern(&c.strs, "alloc_objects"), strtab_intern(&c.strs, "count"));
-  encode_value_type(&b, PROFILE_SAMPLE_TYPE, strtab_intern(&c.strs, "alloc_space"), strtab_intern(&c.strs, "bytes"));
-  encode_value_type(&b, PROFILE_SAMPLE_TYPE, strtab_intern(&c.strs, "inuse_objects"), strtab_intern(&c.strs, "count"));
-  encode_value_type(&b, PROFILE_SAMPLE_TYPE, strtab_intern(&c.strs, "inuse_space"), strtab_intern(&c.strs, "bytes"));
-  encode_value_type(&b, PROFILE_SAMPLE_TYPE, strtab_intern(&c.strs, "samples"), strtab_intern(&c.strs, "count"));
+  encode_value_type(&b, PROFILE_SAMPLE_TYPE, strtab_intern(&c.strs, "alloc_objects"),
+                    strtab_intern(&c.strs, "count"));
+  encode_value_type(&b, PROFILE_SAMPLE_TYPE, strtab_intern(&c.strs, "alloc_space"),
+                    strtab_intern(&c.strs, "bytes"));
+  encode_value_type(&b, PROFILE_SAMPLE_TYPE, strtab_intern(&c.strs, "inuse_objects"),
+                    strtab_intern(&c.strs, "count"));
+  encode_value_type(&b, PROFILE_SAMPLE_TYPE, strtab_intern(&c.strs, "inuse_space"),
+                    strtab_intern(&c.strs, "bytes"));
+  encode_value_type(&b, PROFILE_SAMPLE_TYPE, strtab_intern(&c.strs, "samples"),
+                    strtab_intern(&c.strs, "count"));
 
   for (size_t i = 0; i < p->nsamples; i++) {
     const struct culpert__wsample *s = &p->samples[i];
@@ -766,7 +792,8 @@ int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **ou
     culpert__pbenc_int64(&b, PROFILE_TIME_NANOS, p->time_nanos);
   if (p->duration_nanos)
     culpert__pbenc_int64(&b, PROFILE_DURATION_NANOS, p->duration_nanos);
-  encode_value_type(&b, PROFILE_PERIOD_TYPE, strtab_intern(&c.strs, "space"), strtab_intern(&c.strs, "bytes"));
+  encode_value_type(&b, PROFILE_PERIOD_TYPE, strtab_intern(&c.strs, "space"),
+                    strtab_intern(&c.strs, "bytes"));
   if (p->rate)
     culpert__pbenc_int64(&b, PROFILE_PERIOD, p->rate > INT64_MAX ? INT64_MAX : (int64_t)p->rate);
   for (size_t i = 0; i < ncomments; i++)

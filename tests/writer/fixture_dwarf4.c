@@ -11,7 +11,8 @@ int fixture_dwarf4_work(int n);
 /* The line of fixture_dwarf4_work's definition. */
 const int fixture_dwarf4_line = __LINE__ + 2;
 
-int fixture_dwarf4_work(int n) {
+int fixture_dwarf4_work(int n)
+{
   volatile int acc = 0;
   for (int i = 0; i < n; i++)
     acc += i * n;

@@ -86,10 +86,10 @@ static const struct demangle_case rust_v0_cases[] = {
     {"_RINvC1a1fDNtC1a1TEL_E", "a::f::<dyn a::T>"},
     /* Malformed: kept raw. */
     {"_R", NULL},
-    {"_RB_", NULL},          /* backref to itself */
-    {"_RNvC1a", NULL},       /* truncated */
-    {"_RNvC1a1fX", NULL},    /* trailing garbage */
-    {"_R0NvC1a1f", NULL},    /* unknown encoding version */
+    {"_RB_", NULL},       /* backref to itself */
+    {"_RNvC1a", NULL},    /* truncated */
+    {"_RNvC1a1fX", NULL}, /* trailing garbage */
+    {"_R0NvC1a1f", NULL}, /* unknown encoding version */
     {"_RNvC1a9toolong", NULL},
 };
 
@@ -110,14 +110,11 @@ static const struct demangle_case rust_legacy_cases[] = {
 
 /* Names that are not mangled at all. */
 static const struct demangle_case plain_cases[] = {
-    {"main", NULL},
-    {"malloc", NULL},
-    {"", NULL},
-    {"_", NULL},
-    {"_Z", NULL},
+    {"main", NULL}, {"malloc", NULL}, {"", NULL}, {"_", NULL}, {"_Z", NULL},
 };
 
-static void check_table(const struct demangle_case *cases, size_t n) {
+static void check_table(const struct demangle_case *cases, size_t n)
+{
   for (size_t i = 0; i < n; i++) {
     char *got = culpert__demangle(cases[i].sym);
     if (!cases[i].want) {
@@ -135,12 +132,14 @@ static void check_table(const struct demangle_case *cases, size_t n) {
 
 #define TABLE(t) t, sizeof t / sizeof t[0]
 
-static void test_demangle_rust_v0(void **state) {
+static void test_demangle_rust_v0(void **state)
+{
   (void)state;
   check_table(TABLE(rust_v0_cases));
 }
 
-static void test_demangle_rust_legacy(void **state) {
+static void test_demangle_rust_legacy(void **state)
+{
   (void)state;
   check_table(TABLE(rust_legacy_cases));
   /* An unknown escape is not Rust's: the name is left to the C++
@@ -151,7 +150,8 @@ static void test_demangle_rust_legacy(void **state) {
   free(got);
 }
 
-static void test_demangle_plain_names_untouched(void **state) {
+static void test_demangle_plain_names_untouched(void **state)
+{
   (void)state;
   check_table(TABLE(plain_cases));
   assert_null(culpert__demangle(NULL));
@@ -159,7 +159,8 @@ static void test_demangle_plain_names_untouched(void **state) {
 
 /* Every prefix and some byte flips of every table symbol: no crash, no
  * read past the end (run under ASan in CI), either a name or NULL. */
-static void test_demangle_truncated_and_corrupt(void **state) {
+static void test_demangle_truncated_and_corrupt(void **state)
+{
   (void)state;
   const struct demangle_case *tables[] = {rust_v0_cases, rust_legacy_cases};
   size_t sizes[] = {sizeof rust_v0_cases / sizeof rust_v0_cases[0],
@@ -189,7 +190,8 @@ static void test_demangle_truncated_and_corrupt(void **state) {
 }
 
 /* Writes the base-62 form of a v0 backref to position `pos`. */
-static int put_backref(char *out, size_t cap, size_t pos) {
+static int put_backref(char *out, size_t cap, size_t pos)
+{
   char digits[16];
   size_t n = 0, v = pos - 1;
   if (pos == 0)
@@ -208,7 +210,8 @@ static int put_backref(char *out, size_t cap, size_t pos) {
 /* Generic arguments T_k = (T_k-1, T_k-1) written with backrefs: 40 of
  * them would print 2^40 bytes. The decoder must give up (keep the raw
  * name) or stay within its output cap, quickly. */
-static void test_demangle_backref_bomb(void **state) {
+static void test_demangle_backref_bomb(void **state)
+{
   (void)state;
   char sym[4096] = "_RINvC1a1fTuuE";
   size_t len = strlen(sym);
@@ -237,7 +240,8 @@ static void test_demangle_backref_bomb(void **state) {
 
 /* C++ goes through the process's __cxa_demangle, which exists only when
  * libstdc++ is loaded. Without it names stay mangled. */
-static void test_demangle_cxx_needs_libstdcxx(void **state) {
+static void test_demangle_cxx_needs_libstdcxx(void **state)
+{
   (void)state;
   if (!dlsym(RTLD_DEFAULT, "__cxa_demangle"))
     assert_null(culpert__demangle("_ZN3foo3barEv"));
@@ -248,7 +252,8 @@ static void test_demangle_cxx_needs_libstdcxx(void **state) {
   }
   static const struct demangle_case cxx[] = {
       {"_ZN3foo3barEv", "foo::bar()"},
-      {"_ZNSt6vectorIiSaIiEE9push_backERKi", "std::vector<int, std::allocator<int> >::push_back(int const&)"},
+      {"_ZNSt6vectorIiSaIiEE9push_backERKi",
+       "std::vector<int, std::allocator<int> >::push_back(int const&)"},
       {"_ZN9__gnu_cxx13new_allocatorIcE8allocateEmPKv",
        "__gnu_cxx::new_allocator<char>::allocate(unsigned long, void const*)"},
       {"_Z4workPci.cold", "work(char*, int) [clone .cold]"},
@@ -258,7 +263,8 @@ static void test_demangle_cxx_needs_libstdcxx(void **state) {
   check_table(TABLE(cxx));
 }
 
-int main(void) {
+int main(void)
+{
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_demangle_rust_v0),
       cmocka_unit_test(test_demangle_rust_legacy),

@@ -17,7 +17,8 @@
 #include "pbenc.h"
 #include "profile.pb-c.h"
 
-static void test_pbenc_varint_bytes(void **state) {
+static void test_pbenc_varint_bytes(void **state)
+{
   (void)state;
   static const struct {
     uint64_t v;
@@ -43,7 +44,8 @@ static void test_pbenc_varint_bytes(void **state) {
 }
 
 /* -1 as int64 is ten bytes on the wire (two's complement, no zigzag). */
-static void test_pbenc_negative_int64(void **state) {
+static void test_pbenc_negative_int64(void **state)
+{
   (void)state;
   struct culpert__pbuf b;
   culpert__pbuf_init(&b);
@@ -60,7 +62,8 @@ static void test_pbenc_negative_int64(void **state) {
 /* A Profile with nested messages, long strings (multi-byte lengths), a
  * submessage over 16 KiB (three-byte length) and packed repeated fields,
  * decoded by protobuf-c. */
-static void test_pbenc_profile_round_trip(void **state) {
+static void test_pbenc_profile_round_trip(void **state)
+{
   (void)state;
   struct culpert__pbuf b;
   culpert__pbuf_init(&b);
@@ -143,7 +146,8 @@ static void test_pbenc_profile_round_trip(void **state) {
 
 /* Nested submessages whose lengths need more bytes than their first guess:
  * each level's length prefix grows as the inner ones are inserted. */
-static void test_pbenc_nested_lengths(void **state) {
+static void test_pbenc_nested_lengths(void **state)
+{
   (void)state;
   struct culpert__pbuf b;
   culpert__pbuf_init(&b);
@@ -169,7 +173,8 @@ static void test_pbenc_nested_lengths(void **state) {
 }
 
 /* Errors are sticky: after one, every call is a no-op returning it. */
-static void test_pbenc_sticky_error(void **state) {
+static void test_pbenc_sticky_error(void **state)
+{
   (void)state;
   struct culpert__pbuf b;
   culpert__pbuf_init(&b);
@@ -184,12 +189,11 @@ static void test_pbenc_sticky_error(void **state) {
   assert_int_equal(b.err, 0);
 }
 
-int main(void) {
+int main(void)
+{
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_pbenc_varint_bytes),
-      cmocka_unit_test(test_pbenc_negative_int64),
-      cmocka_unit_test(test_pbenc_profile_round_trip),
-      cmocka_unit_test(test_pbenc_nested_lengths),
+      cmocka_unit_test(test_pbenc_varint_bytes),       cmocka_unit_test(test_pbenc_negative_int64),
+      cmocka_unit_test(test_pbenc_profile_round_trip), cmocka_unit_test(test_pbenc_nested_lengths),
       cmocka_unit_test(test_pbenc_sticky_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,19 +31,22 @@ static volatile int sink;
 
 /* Static, so its name is only in .symtab, never in .dynsym. */
 enum { FIXTURE_STATIC_LINE = __LINE__ + 1 };
-__attribute__((noinline)) static void symbolize_fixture_static(void) {
+__attribute__((noinline)) static void symbolize_fixture_static(void)
+{
   for (int i = 0; i < 16; i++)
     sink = sink * 3 + i;
 }
 
-static void exe_path(char *buf, size_t len) {
+static void exe_path(char *buf, size_t len)
+{
   ssize_t n = readlink("/proc/self/exe", buf, len - 1);
   assert_true(n > 0);
   buf[n] = '\0';
 }
 
 /* The build id as `readelf -n` prints it, or "" when readelf is missing. */
-static void readelf_build_id(const char *path, char *out, size_t len) {
+static void readelf_build_id(const char *path, char *out, size_t len)
+{
   char cmd[PATH_MAX + 64];
   out[0] = '\0';
   snprintf(cmd, sizeof cmd, "readelf -n '%s' 2>/dev/null", path);
@@ -60,7 +63,8 @@ static void readelf_build_id(const char *path, char *out, size_t len) {
   pclose(f);
 }
 
-static void test_symbolize_main_mapping_matches_system(void **state) {
+static void test_symbolize_main_mapping_matches_system(void **state)
+{
   (void)state;
   struct culpert__symbolizer *s;
   assert_int_equal(culpert__symbolize_open(&s), 0);
@@ -107,7 +111,8 @@ static void test_symbolize_main_mapping_matches_system(void **state) {
   culpert__symbolize_close(s);
 }
 
-static void test_symbolize_static_function_from_symtab(void **state) {
+static void test_symbolize_static_function_from_symtab(void **state)
+{
   (void)state;
   struct culpert__symbolizer *s;
   struct culpert__symbol sym;
@@ -127,7 +132,8 @@ static void test_symbolize_static_function_from_symtab(void **state) {
   culpert__symbolize_close(s);
 }
 
-static void test_symbolize_unknown_address(void **state) {
+static void test_symbolize_unknown_address(void **state)
+{
   (void)state;
   struct culpert__symbolizer *s;
   struct culpert__symbol sym;
@@ -142,7 +148,8 @@ static void test_symbolize_unknown_address(void **state) {
   culpert__symbolize_close(s);
 }
 
-static void test_symbolize_vdso(void **state) {
+static void test_symbolize_vdso(void **state)
+{
   (void)state;
   if (!getauxval(AT_SYSINFO_EHDR)) {
     print_message("SKIPPED: no vdso in this process\n");
@@ -166,13 +173,15 @@ static void test_symbolize_vdso(void **state) {
   culpert__symbolize_close(s);
 }
 
-static int ends_with(const char *s, const char *suffix) {
+static int ends_with(const char *s, const char *suffix)
+{
   size_t n = strlen(s), k = strlen(suffix);
   return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
 /* DWARF 5 (gcc's default) in the test executable itself. */
-static void test_symbolize_lines_dwarf5(void **state) {
+static void test_symbolize_lines_dwarf5(void **state)
+{
   (void)state;
   struct culpert__symbolizer *s;
   assert_int_equal(culpert__symbolize_open(&s), 0);
@@ -184,7 +193,8 @@ static void test_symbolize_lines_dwarf5(void **state) {
   assert_non_null(files[0]);
   if (!ends_with(files[0], "tests/writer/test_symbolize.c"))
     fail_msg("file %s", files[0]);
-  assert_int_equal(lines[0], FIXTURE_STATIC_LINE);
+  /* gcc puts a function's first row on its signature or its brace. */
+  assert_in_range(lines[0], FIXTURE_STATIC_LINE, FIXTURE_STATIC_LINE + 1);
   assert_null(files[1]); /* in no mapping */
   assert_int_equal(lines[1], 0);
   assert_string_equal(files[2], files[0]);
@@ -194,7 +204,8 @@ static void test_symbolize_lines_dwarf5(void **state) {
 
 /* DWARF 4 in a dlopen'd object; once dlclose'd, its code is in no
  * mapping of a new snapshot. */
-static void test_symbolize_dlopen_dwarf4_then_dlclose(void **state) {
+static void test_symbolize_dlopen_dwarf4_then_dlclose(void **state)
+{
   (void)state;
   void *h = dlopen(CULPERT_FIXTURE_DWARF4, RTLD_NOW | RTLD_LOCAL);
   if (!h)
@@ -220,7 +231,7 @@ static void test_symbolize_dlopen_dwarf4_then_dlclose(void **state) {
   assert_non_null(file);
   if (!ends_with(file, "tests/writer/fixture_dwarf4.c"))
     fail_msg("file %s", file);
-  assert_int_equal(l, *line);
+  assert_in_range(l, *line, *line + 1);
   culpert__symbolize_close(s);
 
   assert_int_equal(dlclose(h), 0);
@@ -237,13 +248,15 @@ static void test_symbolize_dlopen_dwarf4_then_dlclose(void **state) {
 }
 
 /* Load bias of the main executable. */
-static int main_bias_cb(struct dl_phdr_info *info, size_t size, void *data) {
+static int main_bias_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
   (void)size;
   *(uint64_t *)data = info->dlpi_addr;
   return 1;
 }
 
-static void test_symbolize_symtab_of_file(void **state) {
+static void test_symbolize_symtab_of_file(void **state)
+{
   (void)state;
   char exe[PATH_MAX];
   exe_path(exe, sizeof exe);
@@ -268,7 +281,8 @@ static void test_symbolize_symtab_of_file(void **state) {
 /* Bad files                                                               */
 
 /* Reads the whole file at `path`. */
-static unsigned char *slurp(const char *path, size_t *len) {
+static unsigned char *slurp(const char *path, size_t *len)
+{
   FILE *f = fopen(path, "rb");
   assert_non_null(f);
   assert_int_equal(fseek(f, 0, SEEK_END), 0);
@@ -285,7 +299,8 @@ static unsigned char *slurp(const char *path, size_t *len) {
 
 /* Writes bytes to a temp file, loads it, looks something up, and returns
  * the load result; the test passes if this returns at all. */
-static int load_bytes(const unsigned char *bytes, size_t len) {
+static int load_bytes(const unsigned char *bytes, size_t len)
+{
   char path[] = "/tmp/culpert-test-elf-XXXXXX";
   int fd = mkstemp(path);
   assert_true(fd >= 0);
@@ -306,7 +321,8 @@ static int load_bytes(const unsigned char *bytes, size_t len) {
   return rc;
 }
 
-static void test_symbolize_truncated_elf(void **state) {
+static void test_symbolize_truncated_elf(void **state)
+{
   (void)state;
   char exe[PATH_MAX];
   exe_path(exe, sizeof exe);
@@ -333,7 +349,8 @@ static void test_symbolize_truncated_elf(void **state) {
   free(elf);
 }
 
-static void test_symbolize_corrupt_elf(void **state) {
+static void test_symbolize_corrupt_elf(void **state)
+{
   (void)state;
   char exe[PATH_MAX];
   exe_path(exe, sizeof exe);
@@ -385,13 +402,14 @@ static void test_symbolize_corrupt_elf(void **state) {
   });
   /* Random bytes over the section header table. */
   MUTATE(srand(7); for (size_t i = 0; i < sizeof(Elf64_Shdr) * oeh->e_shnum; i++)
-             elf[oeh->e_shoff + i] = (unsigned char)rand());
+                       elf[oeh->e_shoff + i] = (unsigned char)rand());
 #undef MUTATE
   free(elf);
   free(orig);
 }
 
-int main(void) {
+int main(void)
+{
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_symbolize_main_mapping_matches_system),
       cmocka_unit_test(test_symbolize_static_function_from_symtab),
