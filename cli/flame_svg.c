@@ -136,7 +136,8 @@ static int layout_build(const struct culpert__flame *fg, const struct kids *k, d
       if (n->total <= 0)
         continue;
       if ((double)n->total < min) {
-        small += n->total;
+        if (__builtin_add_overflow(small, n->total, &small))
+          small = INT64_MAX;
         nsmall++;
         continue;
       }
@@ -461,6 +462,10 @@ static void write_header(FILE *f, double height, const struct culpert__flame *fg
           "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "
           "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">\n",
           SVG_WIDTH, height, SVG_WIDTH, height);
+  /* The document's own title: what a browser tab shows. */
+  fputs("<title>", f);
+  xml_text(f, info && info->title ? info->title : "Allocation flame graph");
+  fputs("</title>\n", f);
   fputs(svg_style, f);
   fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#fbfaf7\"/>\n", SVG_WIDTH,
           height);
@@ -468,12 +473,11 @@ static void write_header(FILE *f, double height, const struct culpert__flame *fg
   xml_text(f, info && info->title ? info->title : "Allocation flame graph");
   fputs("</text>\n", f);
   fprintf(f, "<text id=\"subtitle\" x=\"%.0f\" y=\"44\" text-anchor=\"middle\">", SVG_WIDTH / 2);
-  xml_text(f, "total ");
-  xml_text(f, total);
-  if (info && info->subtitle) {
-    xml_text(f, " \xC2\xB7 ");
-    xml_text(f, info->subtitle);
-  }
+  /* At most 170 columns of the 12px sans-serif line fit the width. */
+  char line[1024], cut[1024];
+  snprintf(line, sizeof line, "total %s%s%s", total, info && info->subtitle ? " \xC2\xB7 " : "",
+           info && info->subtitle ? info->subtitle : "");
+  xml_text(f, culpert__truncate(line, 170, cut, sizeof cut));
   fputs("</text>\n", f);
   /* Legend: what the colours mean. */
   fputs("<g class=\"legend\">"

@@ -189,4 +189,29 @@ frames.slice(1).forEach((z) => {
 });
 if (zooms === 0) fail('no frame with descendants to zoom into');
 if (prompts !== 0) fail('clicking frames opened a prompt');
+
+// Search: the name of the last frame, as a literal; every frame with that
+// name (and only those) turns magenta, the share of the graph they cover is
+// shown, and a second click on the control clears it.
+const search = document.getElementById('search');
+const matched = document.getElementById('matched');
+const target = frames[frames.length - 1].name;
+const literal = target.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+window.prompt = () => { prompts++; return literal; };
+fire(document, 'click', search);
+if (prompts !== 1) fail('the search control did not ask for a pattern');
+let width = 0;
+frames.slice(1).forEach((f) => {
+  const hit = f.name.includes(target);
+  if (/(^| )m( |$)/.test(f.g.getAttribute('class')) !== hit)
+    fail(`search for "${target}": "${f.name}" ${hit ? 'not ' : ''}highlighted`);
+});
+// Frames with the same name never nest in these fixtures, so their widths add.
+frames.slice(1).filter((f) => f.name.includes(target)).forEach((f) => { width += f.w; });
+const share = (100 * width / 1180).toFixed(2);
+if (matched.textContent !== 'Matched: ' + share + '%')
+  fail(`search for "${target}" shows "${matched.textContent}", want "Matched: ${share}%"`);
+fire(document, 'click', search);
+if (frames.some((f) => /(^| )m( |$)/.test(f.g.getAttribute('class'))) || matched.textContent !== '')
+  fail('a second click on the search control did not clear the search');
 console.log(`svg_script_test: ${file}: ${frames.length} frames, ${zooms} zooms checked`);
