@@ -8,8 +8,8 @@
  * gates. An optional noise gate (--noise-sigma K) also ignores changes that
  * are within K standard errors of the sampling noise.
  *
- * Promises: every span of either profile gets exactly one row (JSON shows
- * them all); output is deterministic (every sort breaks ties by name); the
+ * Promises: every span name with bytes in either profile gets exactly one
+ * row (JSON shows them all); output is deterministic (every sort breaks ties by name); the
  * exit status never depends on --top, --tree or --format; nothing read from
  * a profile reaches the terminal or a markdown page unescaped.
  */
@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "format.h"
@@ -59,13 +60,13 @@ struct diff_opts {
 };
 
 struct diff_row {
-  const char *name;  /* span_name, or "(no span)"; borrowed from a profile */
-  char *label;       /* name made safe for a terminal, cut to 80 columns */
+  const char *name; /* span_name, or "(no span)"; borrowed from a profile */
+  char *label;      /* name made safe for a terminal, cut to 80 columns */
   int64_t before, after, delta;
-  double pct;        /* delta / before in percent; meaningful when before > 0 */
-  double se;         /* standard error of delta, bytes */
+  double pct; /* delta / before in percent; meaningful when before > 0 */
+  double se;  /* standard error of delta, bytes */
   enum diff_kind kind;
-  bool noise;        /* passed the rules, then ignored as sampling noise */
+  bool noise; /* passed the rules, then ignored as sampling noise */
 };
 
 struct diff {
@@ -84,8 +85,8 @@ struct tnode {
   int64_t before, after; /* subtree totals */
   struct tnode **kids;
   size_t nkids;
-  size_t nshow;          /* kids shown after --top (kids are sorted) */
-  bool cut_deeper;       /* had children below DIFF_TREE_MAX_DEPTH */
+  size_t nshow;    /* kids shown after --top (kids are sorted) */
+  bool cut_deeper; /* had children below DIFF_TREE_MAX_DEPTH */
 };
 
 /* ---------------------------------------------------------------- numbers */
@@ -131,8 +132,8 @@ static int parse_bytes(const char *s, int64_t *out)
     const char *suffix;
     int64_t scale;
   } suffixes[] = {
-      {"", 1},           {"b", 1},          {"k", 1024},         {"kb", 1024},
-      {"kib", 1024},     {"m", 1048576},    {"mb", 1048576},     {"mib", 1048576},
+      {"", 1},           {"b", 1},           {"k", 1024},         {"kb", 1024},
+      {"kib", 1024},     {"m", 1048576},     {"mb", 1048576},     {"mib", 1048576},
       {"g", 1073741824}, {"gb", 1073741824}, {"gib", 1073741824},
   };
   if (!s || *s < '0' || *s > '9')
@@ -154,10 +155,11 @@ static int parse_bytes(const char *s, int64_t *out)
   return -EINVAL;
 }
 
-/* Parse a finite non-negative number, optionally followed by '%'. */
+/* Parse a finite non-negative decimal number ("5", "2.5", "1e1"),
+ * optionally followed by '%'. No hex, no "inf" or "nan". */
 static int parse_nonneg_double(const char *s, bool allow_percent, double *out)
 {
-  if (!s || !((*s >= '0' && *s <= '9') || *s == '.'))
+  if (!s || !((*s >= '0' && *s <= '9') || *s == '.') || strspn(s, "0123456789.eE+-%") != strlen(s))
     return -EINVAL;
   char *end;
   errno = 0;
@@ -287,7 +289,8 @@ static void classify(struct diff_row *r, const struct diff_opts *o)
   } else if (r->after <= 0) {
     if (r->before >= o->threshold_bytes)
       r->kind = KIND_GONE;
-  } else if (r->delta != 0 && abs64(r->delta) >= o->threshold_bytes && fabs(r->pct) >= o->threshold_pct) {
+  } else if (r->delta != 0 && abs64(r->delta) >= o->threshold_bytes &&
+             fabs(r->pct) >= o->threshold_pct) {
     /* delta 0 is no change even with both thresholds at 0. */
     r->kind = r->delta > 0 ? KIND_REGRESSION : KIND_IMPROVEMENT;
   }
@@ -407,7 +410,8 @@ static const char *pct_cell(char buf[CULPERT_FMT_MAX], int64_t before, int64_t a
     return "NEW";
   if (after <= 0)
     return "GONE";
-  snprintf(buf, CULPERT_FMT_MAX, "%+.2f%%", (double)sat_delta(after, before) * 100.0 / (double)before);
+  snprintf(buf, CULPERT_FMT_MAX, "%+.2f%%",
+           (double)sat_delta(after, before) * 100.0 / (double)before);
   return buf;
 }
 
@@ -425,7 +429,8 @@ static const char *se_cell(char buf[CULPERT_FMT_MAX], double se)
 {
   char b[CULPERT_FMT_MAX];
   double r = nearbyint(se);
-  snprintf(buf, CULPERT_FMT_MAX, "±%s", culpert__fmt_bytes(b, r >= 9.2e18 ? INT64_MAX : (int64_t)r));
+  snprintf(buf, CULPERT_FMT_MAX, "±%s",
+           culpert__fmt_bytes(b, r >= 9.2e18 ? INT64_MAX : (int64_t)r));
   return buf;
 }
 
@@ -450,13 +455,14 @@ static void put_text_header(FILE *f, const struct diff *d, const char *title)
     fprintf(f, "  gate:    changes ≥ %s AND ≥ %.2f%% (flat rules; they decide the exit status)\n",
             culpert__fmt_bytes(b, o->threshold_bytes), o->threshold_pct);
   else
-    fprintf(f, "  filter:  show changes ≥ %s AND ≥ %.2f%%\n", culpert__fmt_bytes(b, o->threshold_bytes),
-            o->threshold_pct);
+    fprintf(f, "  filter:  show changes ≥ %s AND ≥ %.2f%%\n",
+            culpert__fmt_bytes(b, o->threshold_bytes), o->threshold_pct);
   if (o->min_span_bytes > 0)
     fprintf(f, "           minimum span total: %s in either profile\n",
             culpert__fmt_bytes(b, o->min_span_bytes));
   if (o->noise_on)
-    fprintf(f, "           noise: a change must exceed %.2f standard errors (± is one)\n", o->noise_sigma);
+    fprintf(f, "           noise: a change must exceed %.2f standard errors (± is one)\n",
+            o->noise_sigma);
 }
 
 /* ------------------------------------------------------------- text flat */
@@ -500,7 +506,8 @@ static void put_text_cells(FILE *f, const char *const *cells, const size_t *widt
   fputc('\n', f);
 }
 
-static void put_text_section(FILE *f, const struct diff *d, int section, size_t name_w, size_t pct_w)
+static void put_text_section(FILE *f, const struct diff *d, int section, size_t name_w,
+                             size_t pct_w)
 {
   const struct diff_opts *o = d->o;
   const char *title = section == 0 ? "Regressions" : "Improvements";
@@ -632,12 +639,14 @@ static void put_md_header(FILE *f, const struct diff *d, const char *title)
     fprintf(f, "- **gate:** changes ≥ %s AND ≥ %.2f%% (flat rules; they decide the exit status)\n",
             culpert__fmt_bytes(b, o->threshold_bytes), o->threshold_pct);
   else
-    fprintf(f, "- **filter:** show changes ≥ %s AND ≥ %.2f%%\n", culpert__fmt_bytes(b, o->threshold_bytes),
-            o->threshold_pct);
+    fprintf(f, "- **filter:** show changes ≥ %s AND ≥ %.2f%%\n",
+            culpert__fmt_bytes(b, o->threshold_bytes), o->threshold_pct);
   if (o->min_span_bytes > 0)
-    fprintf(f, "- **minimum span total:** %s in either profile\n", culpert__fmt_bytes(b, o->min_span_bytes));
+    fprintf(f, "- **minimum span total:** %s in either profile\n",
+            culpert__fmt_bytes(b, o->min_span_bytes));
   if (o->noise_on)
-    fprintf(f, "- **noise:** a change must exceed %.2f standard errors (± is one)\n", o->noise_sigma);
+    fprintf(f, "- **noise:** a change must exceed %.2f standard errors (± is one)\n",
+            o->noise_sigma);
 }
 
 static void put_md_section(FILE *f, const struct diff *d, int section)
@@ -666,7 +675,8 @@ static void put_md_section(FILE *f, const struct diff *d, int section)
     fputs("| ", f);
     put_md_code(f, r->label, true);
     fprintf(f, " | %s | %s | %s | %s |", culpert__fmt_bytes(b[0], r->before),
-            culpert__fmt_bytes(b[1], r->after), culpert__fmt_delta(b[2], r->delta), row_pct_cell(pb, r));
+            culpert__fmt_bytes(b[1], r->after), culpert__fmt_delta(b[2], r->delta),
+            row_pct_cell(pb, r));
     if (o->noise_on)
       fprintf(f, " %s |", se_cell(b[3], r->se));
     fputc('\n', f);
@@ -700,10 +710,18 @@ static void put_json_string(FILE *f, const char *s)
       fputc(*p++, f);
     } else if (*p < 0x20) {
       switch (*p) {
-      case '\n': fputs("\\n", f); break;
-      case '\t': fputs("\\t", f); break;
-      case '\r': fputs("\\r", f); break;
-      default: fprintf(f, "\\u%04x", *p); break;
+      case '\n':
+        fputs("\\n", f);
+        break;
+      case '\t':
+        fputs("\\t", f);
+        break;
+      case '\r':
+        fputs("\\r", f);
+        break;
+      default:
+        fprintf(f, "\\u%04x", *p);
+        break;
       }
       p++;
     } else {
@@ -771,8 +789,8 @@ static int put_json(FILE *f, const struct diff *d)
       return rc;
     fputs(",\n    \"path\": ", f);
     put_json_string(f, p->path);
-    fprintf(f, ",\n    \"rate_bytes\": %" PRId64 ",\n    \"total_bytes\": %" PRId64 "\n  },\n", p->rate,
-            d->total[side]);
+    fprintf(f, ",\n    \"rate_bytes\": %" PRId64 ",\n    \"total_bytes\": %" PRId64 "\n  },\n",
+            p->rate, d->total[side]);
   }
   fprintf(f, "  \"inuse\": %s,\n", o->inuse ? "true" : "false");
   fprintf(f, "  \"rate_bytes\": %" PRId64 ",\n", d->prof[1]->rate);
@@ -780,7 +798,9 @@ static int put_json(FILE *f, const struct diff *d)
   fputs("  \"rows\": [", f);
   for (size_t i = 0; i < d->nrows; i++) {
     const struct diff_row *r = &d->rows[i];
-    fprintf(f, "%s\n    {\"after\": %" PRId64 ", \"before\": %" PRId64 ", \"delta\": %" PRId64 ", \"kind\": \"%s\", \"name\": ",
+    fprintf(f,
+            "%s\n    {\"after\": %" PRId64 ", \"before\": %" PRId64 ", \"delta\": %" PRId64
+            ", \"kind\": \"%s\", \"name\": ",
             i ? "," : "", r->after, r->before, r->delta, kind_names[r->kind]);
     put_json_string(f, r->name);
     fprintf(f, ", \"noise\": %s, \"pct\": ", r->noise ? "true" : "false");
@@ -793,14 +813,17 @@ static int put_json(FILE *f, const struct diff *d)
   fputs(d->nrows ? "\n  ],\n" : "],\n", f);
   fputs("  \"schema_version\": 1,\n", f);
   fprintf(f,
-          "  \"summary\": {\n    \"gone\": %zu,\n    \"had_regressions\": %s,\n    \"improvements\": %zu,\n"
-          "    \"new\": %zu,\n    \"noise_suppressed\": %zu,\n    \"quiet\": %zu,\n    \"regressions\": %zu,\n"
+          "  \"summary\": {\n    \"gone\": %zu,\n    \"had_regressions\": %s,\n    "
+          "\"improvements\": %zu,\n"
+          "    \"new\": %zu,\n    \"noise_suppressed\": %zu,\n    \"quiet\": %zu,\n    "
+          "\"regressions\": %zu,\n"
           "    \"total_delta_bytes\": %" PRId64 "\n  },\n",
-          d->count[KIND_GONE], gate_failed(d) ? "true" : "false", d->count[KIND_IMPROVEMENT], d->count[KIND_NEW],
-          d->noise_suppressed, d->count[KIND_QUIET], d->count[KIND_REGRESSION],
+          d->count[KIND_GONE], gate_failed(d) ? "true" : "false", d->count[KIND_IMPROVEMENT],
+          d->count[KIND_NEW], d->noise_suppressed, d->count[KIND_QUIET], d->count[KIND_REGRESSION],
           sat_delta(d->total[1], d->total[0]));
-  fprintf(f, "  \"thresholds\": {\n    \"bytes\": %" PRId64 ",\n    \"min_span_bytes\": %" PRId64 ",\n",
-          o->threshold_bytes, o->min_span_bytes);
+  fprintf(
+      f, "  \"thresholds\": {\n    \"bytes\": %" PRId64 ",\n    \"min_span_bytes\": %" PRId64 ",\n",
+      o->threshold_bytes, o->min_span_bytes);
   if (o->noise_on)
     fprintf(f, "    \"noise_sigma\": %.15g,\n", o->noise_sigma);
   else
@@ -838,8 +861,8 @@ static int cmp_side_child(const void *x, const void *y)
  * Merge the before node `b` and the after node `a` (either may be NULL, not
  * both; same name) into *out, children paired by name. Returns 0 or -ENOMEM.
  */
-static int tree_merge(const struct culpert__span_node *b, const struct culpert__span_node *a, unsigned depth,
-                      struct tnode **out)
+static int tree_merge(const struct culpert__span_node *b, const struct culpert__span_node *a,
+                      unsigned depth, struct tnode **out)
 {
   struct side_child *all = NULL;
   struct tnode *n = calloc(1, sizeof *n);
@@ -949,8 +972,8 @@ static void tree_measure(const struct tnode *n, size_t pcols, bool top, struct t
   }
 }
 
-static void put_tree_numbers(FILE *f, const struct diff *d, const struct tree_layout *lay, int64_t before,
-                             int64_t after)
+static void put_tree_numbers(FILE *f, const struct diff *d, const struct tree_layout *lay,
+                             int64_t before, int64_t after)
 {
   char b[4][CULPERT_FMT_MAX], pb[CULPERT_FMT_MAX];
   culpert__put_padded(f, culpert__fmt_bytes(b[0], before), 12, 1);
@@ -959,7 +982,8 @@ static void put_tree_numbers(FILE *f, const struct diff *d, const struct tree_la
   culpert__put_padded(f, pct_cell(pb, before, after), lay->pct_w, 1);
   if (d->o->noise_on)
     culpert__put_padded(
-        f, se_cell(b[3], stderr_of_delta(d->prof[0]->rate, before, d->prof[1]->rate, after)), 12, 1);
+        f, se_cell(b[3], stderr_of_delta(d->prof[0]->rate, before, d->prof[1]->rate, after)), 12,
+        1);
   fputc('\n', f);
 }
 
@@ -968,8 +992,8 @@ static void put_tree_numbers(FILE *f, const struct diff *d, const struct tree_la
  * holds the continuation glyphs of the ancestors; `top` is true for the
  * root spans, which carry no glyph, as in `culpert report`.
  */
-static void tree_print(FILE *f, const struct diff *d, const struct tnode *n, char *prefix, size_t plen,
-                       size_t pcols, bool top, const struct tree_layout *lay)
+static void tree_print(FILE *f, const struct diff *d, const struct tnode *n, char *prefix,
+                       size_t plen, size_t pcols, bool top, const struct tree_layout *lay)
 {
   size_t hidden = n->nkids - n->nshow;
   for (size_t i = 0; i < n->nshow; i++) {
@@ -998,7 +1022,8 @@ static void tree_print(FILE *f, const struct diff *d, const struct tnode *n, cha
   }
 }
 
-static void put_tree_body(FILE *f, const struct diff *d, const struct tnode *root, size_t hidden_min)
+static void put_tree_body(FILE *f, const struct diff *d, const struct tnode *root,
+                          size_t hidden_min)
 {
   /* Every level adds at most "│  " (5 bytes); depth is capped. */
   static char prefix[(DIFF_TREE_MAX_DEPTH + 2) * 5];
@@ -1021,9 +1046,11 @@ static void put_tree_body(FILE *f, const struct diff *d, const struct tnode *roo
 
 static void put_classification(FILE *f, const struct diff *d, const char *pre, const char *post)
 {
-  fprintf(f, "%sFlat classification: %zu regression(s), %zu new, %zu improvement(s), %zu gone, %zu quiet",
-          pre, d->count[KIND_REGRESSION], d->count[KIND_NEW], d->count[KIND_IMPROVEMENT], d->count[KIND_GONE],
-          d->count[KIND_QUIET]);
+  fprintf(
+      f,
+      "%sFlat classification: %zu regression(s), %zu new, %zu improvement(s), %zu gone, %zu quiet",
+      pre, d->count[KIND_REGRESSION], d->count[KIND_NEW], d->count[KIND_IMPROVEMENT],
+      d->count[KIND_GONE], d->count[KIND_QUIET]);
   if (d->o->noise_on)
     fprintf(f, " (%zu as sampling noise)", d->noise_suppressed);
   fprintf(f, ".%s\n", post);
@@ -1190,7 +1217,8 @@ static int parse_args(int argc, char **argv, struct diff_opts *o)
       min_given = true;
     } else if ((m = opt_value(argc, argv, &i, "--noise-sigma", &val)) != 0) {
       if (m < 0 || parse_nonneg_double(val, false, &o->noise_sigma) < 0)
-        return m < 0 ? m : bad_value("--noise-sigma", val, "a non-negative number of standard errors");
+        return m < 0 ? m
+                     : bad_value("--noise-sigma", val, "a non-negative number of standard errors");
       o->noise_on = true;
     } else if ((m = opt_value(argc, argv, &i, "--top", &val)) != 0) {
       int64_t top;

@@ -25,8 +25,8 @@ struct span_load {
   const char *parent; /* NULL: a root span; "" for no span at all */
   uint32_t count;     /* allocations per request */
   uint32_t min_size, max_size;
-  double grow;        /* extra fraction from --grow */
-  uint64_t exact;     /* bytes allocated, for the report */
+  double grow;    /* extra fraction from --grow */
+  uint64_t exact; /* bytes allocated, for the report */
 };
 
 /* Sizes span two orders of magnitude on either side of the default
