@@ -132,6 +132,8 @@ ERRORS = [
     ("threshold_pct_not_numeric", ["--threshold-pct", "five"], {}, "--threshold-pct"),
     ("threshold_pct_nan", ["--threshold-pct", "nan"], {}, "--threshold-pct"),
     ("threshold_pct_inf", ["--threshold-pct", "inf"], {}, "--threshold-pct"),
+    ("threshold_pct_hex", ["--threshold-pct", "0x10"], {}, "--threshold-pct"),
+    ("threshold_pct_huge", ["--threshold-pct", "1e400"], {}, "--threshold-pct"),
     ("threshold_pct_missing", ["A", "B", "--threshold-pct"], {}, "--threshold-pct"),
     ("min_span_negative", ["--min-span-bytes", "-1"], {}, "--min-span-bytes"),
     ("min_span_not_numeric", ["--min-span-bytes", "big"], {}, "--min-span-bytes"),
