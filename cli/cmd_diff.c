@@ -1245,6 +1245,10 @@ static int parse_args(int argc, char **argv, struct diff_opts *o)
     culpert__error("diff needs two profiles: culpert diff [OPTIONS] BEFORE AFTER");
     return -EINVAL;
   }
+  if (strcmp(o->paths[0], "-") == 0 && strcmp(o->paths[1], "-") == 0) {
+    culpert__error("BEFORE and AFTER cannot both be standard input ('-')");
+    return -EINVAL;
+  }
   if (!min_given) {
     const char *env = getenv("CULPERT_MIN_SPAN_BYTES");
     if (env && *env && parse_bytes(env, &o->min_span_bytes) < 0)
