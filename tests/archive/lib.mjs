@@ -14,9 +14,11 @@ import zlib from "node:zlib";
 /** The culpert binary: first argument of the test script. */
 export const CULPERT = process.argv[2];
 if (!CULPERT || !fs.existsSync(CULPERT)) {
-	console.error(`usage: node ${path.basename(process.argv[1])} PATH/TO/culpert`);
+	console.error(`usage: node ${path.basename(process.argv[1])} PATH/TO/culpert [PATH/TO/mkprofile]`);
 	process.exit(2);
 }
+/** tests/tools/mkprofile, when the suite was given it (second argument). */
+export const MKPROFILE = process.argv[3] ?? null;
 
 // Random, so that no ordinary word of a message can match them by chance.
 export const TOKEN = `tok-${randomBytes(12).toString("hex")}`;

@@ -8,7 +8,7 @@
 // setsid) and is stopped with a signal to the whole group, also when a test
 // fails or this process is interrupted. Exits 77 (ctest: skipped) only when
 // the worker's npm dependencies are missing and cannot be installed.
-// Usage: node worker_e2e_test.mjs PATH/TO/culpert
+// Usage: node worker_e2e_test.mjs PATH/TO/culpert PATH/TO/mkprofile
 
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
@@ -17,7 +17,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { CF_ID, CF_SECRET, READ_TOKEN, TOKEN, closedPort, expectExit, makeProfile, randomSha, run, tempDir } from "./lib.mjs";
+import { CF_ID, CF_SECRET, MKPROFILE, READ_TOKEN, TOKEN, closedPort, expectExit, makeProfile, randomSha, run, tempDir } from "./lib.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const workerDir = path.resolve(here, "../../archive-worker");
@@ -107,6 +107,26 @@ function sharedScenarios(kind, conn) {
 		const s = await pull("--sha", sha);
 		expectExit(s, 0, "pull --sha");
 		assert.ok(s.stdout.equals(p.bytes));
+	});
+
+	test(`${kind}: a real profile comes back byte for byte and still reads the same`, async () => {
+		assert.ok(MKPROFILE, "the suite needs tests/tools/mkprofile as its second argument");
+		const original = path.join(dir, `${kind}-real.pb.gz`);
+		const made = spawnSync(MKPROFILE, [path.join(here, "fixtures/profile.txt"), original]);
+		assert.equal(made.status, 0, `mkprofile failed: ${made.stderr}`);
+		const sha = randomSha();
+		expectExit(await up(sha, "feature/archive", original), 0, "upload");
+		const pulled = path.join(dir, `${kind}-real-pulled.pb.gz`);
+		expectExit(await pull("--latest-of", "feature/archive", "-o", pulled), 0, "pull");
+		assert.ok(fs.readFileSync(pulled).equals(fs.readFileSync(original)));
+		const info = async (f) => {
+			const r = await run(["info", f]);
+			expectExit(r, 0, `culpert info ${f}`);
+			return r.stdout.toString().replace(/^File:.*\n/, "");
+		};
+		const before = await info(original);
+		assert.match(before, /Total bytes: +1\.50 MB/);
+		assert.equal(await info(pulled), before);
 	});
 
 	test(`${kind}: latest of a branch is the newest upload; a re-upload replaces`, async () => {
