@@ -43,6 +43,10 @@ GOLDEN = [
     ("mixed_top1_markdown", ["--top", "1", "--format", "markdown", "mixed_before.pb.gz", "mixed_after.pb.gz"], 1),
     # --top hides every regression of the tree here; the exit status stays 1
     ("mixed_tree_top1_text", ["--tree", "--top", "1", "mixed_before.pb.gz", "mixed_after.pb.gz"], 1),
+    # wide characters in the flat tables; new and gone just at 1 KiB
+    ("mixed_1k_text", ["--threshold-bytes", "1K", "mixed_before.pb.gz", "mixed_after.pb.gz"], 1),
+    ("mixed_1k_markdown", ["--threshold-bytes", "1024", "--format", "markdown", "mixed_before.pb.gz",
+                           "mixed_after.pb.gz"], 1),
     ("mixed_min_text", ["--min-span-bytes", "128K", "mixed_before.pb.gz", "mixed_after.pb.gz"], 1),
     ("mixed_tree_min_text", ["--tree", "--min-span-bytes", "128K", "mixed_before.pb.gz", "mixed_after.pb.gz"], 1),
     ("mixed_inuse_text", ["--inuse", "mixed_before.pb.gz", "mixed_after.pb.gz"], 1),
@@ -341,6 +345,19 @@ def group_structure(opts, c):
                 rows.append(l)
         widths = {display_width(l) for l in rows}
         c.check(len(rows) > 3 and len(widths) == 1, "tree columns misaligned %s: %s" % (args, widths))
+    # Flat text tables: every line of a table has the same display width.
+    for args in (["--threshold-bytes", "1K", "mixed_before.pb.gz", "mixed_after.pb.gz"],
+                 ["--noise-sigma", "0", "--threshold-bytes", "0", "mixed_before.pb.gz", "mixed_after.pb.gz"]):
+        rc, out, _ = run([opts.culpert, "diff"] + args, opts.work)
+        tables = out.split("\n\n")
+        checked = 0
+        for t in tables:
+            lines = [l for l in t.split("\n") if l.startswith("  ") and "more rows hidden" not in l]
+            if t.startswith(("Regressions:", "Improvements:")) and lines:
+                widths = {display_width(l) for l in lines}
+                c.check(len(widths) == 1, "flat table misaligned %s: %s" % (args, widths))
+                checked += 1
+        c.check(checked == 2, "flat tables found: %d" % checked)
     # Siblings by |subtree delta| descending: background_gc (-512 KiB) before
     # handle_request (+125 KiB net); under handle_request parse_input first.
     rc, out, _ = run([opts.culpert, "diff", "--tree", "mixed_before.pb.gz", "mixed_after.pb.gz"], opts.work)
