@@ -358,6 +358,16 @@ def group_structure(opts, c):
                 c.check(len(widths) == 1, "flat table misaligned %s: %s" % (args, widths))
                 checked += 1
         c.check(checked == 2, "flat tables found: %d" % checked)
+    # Markdown tables: in GFM only "\|" keeps a pipe inside a cell (code
+    # spans do not), so every row must split into as many cells as the
+    # header. (The rendering was also checked once with markdown-it.)
+    import re
+    for args in (["--threshold-bytes", "1K", "mixed_before.pb.gz", "mixed_after.pb.gz"],
+                 ["--noise-sigma", "2", "noise_before.pb.gz", "noise_after.pb.gz"]):
+        rc, out, _ = run([opts.culpert, "diff", "--format", "markdown", "--threshold-pct", "0"] + args, opts.work)
+        rows = [l for l in out.split("\n") if l.startswith("|")]
+        counts = {len(re.split(r"(?<!\\)\|", l)) for l in rows}
+        c.check(len(rows) >= 3 and len(counts) == 1, "markdown table cells %s: %s" % (args, counts))
     # Siblings by |subtree delta| descending: background_gc (-512 KiB) before
     # handle_request (+125 KiB net); under handle_request parse_input first.
     rc, out, _ = run([opts.culpert, "diff", "--tree", "mixed_before.pb.gz", "mixed_after.pb.gz"], opts.work)
