@@ -594,10 +594,12 @@ struct section {
   unsigned char *owned;
 };
 
-/* Finds section `name` in the ELF image and decompresses it if needed.
- * Returns 0 (s->p NULL when absent or unusable) or -ENOMEM. */
-static int elf_section(const unsigned char *base, size_t size, const char *name,
-                       struct section *sec)
+/* Finds section `name` in the ELF image and, unless `probe`, decompresses
+ * it if needed (a probe only says whether the section is there: s->p is
+ * then non-NULL but not to be read). Returns 0 (s->p NULL when absent or
+ * unusable) or -ENOMEM. */
+static int elf_section_probe(const unsigned char *base, size_t size, const char *name,
+                             struct section *sec, int probe)
 {
   memset(sec, 0, sizeof *sec);
   const Elf64_Ehdr *eh = (const void *)base;
@@ -619,7 +621,7 @@ static int elf_section(const unsigned char *base, size_t size, const char *name,
     if (sh[i].sh_type == SHT_NOBITS || !in_bounds(sh[i].sh_offset, sh[i].sh_size, size))
       return 0;
     const unsigned char *data = base + sh[i].sh_offset;
-    if (!(sh[i].sh_flags & SHF_COMPRESSED)) {
+    if (!(sh[i].sh_flags & SHF_COMPRESSED) || probe) {
       sec->p = data;
       sec->len = sh[i].sh_size;
       return 0;
@@ -646,13 +648,18 @@ static int elf_section(const unsigned char *base, size_t size, const char *name,
   return 0;
 }
 
+static int elf_section(const unsigned char *base, size_t size, const char *name,
+                       struct section *sec)
+{
+  return elf_section_probe(base, size, name, sec, 0);
+}
+
 static int has_debug_line(const struct culpert__symtab *t)
 {
   struct section sec;
-  if (!t || !t->map || elf_section(t->map, t->maplen, ".debug_line", &sec) != 0)
+  if (!t || !t->map || elf_section_probe(t->map, t->maplen, ".debug_line", &sec, 1) != 0)
     return 0;
-  free(sec.owned);
-  return sec.p != NULL;
+  return sec.p != NULL && sec.len > 0;
 }
 
 /* A bounds-checked little-endian reader; errors are sticky. */
@@ -894,6 +901,10 @@ struct lines_job {
   const struct lentry *dirs, *fnames;
   size_t ndirs, nfnames;
   char **cache; /* formatted path per file index, lazily */
+  /* where the last row's address fell in `want`, within one sequence */
+  size_t cursor;
+  uint64_t cursor_from;
+  int cursor_valid;
 };
 
 /* "dir/name" for file `idx` of the current unit, kept by the symbolizer. */
@@ -944,14 +955,30 @@ static const char *unit_file(struct lines_job *j, uint64_t idx)
 static void assign_range(struct lines_job *j, uint64_t from, uint64_t to, uint64_t file,
                          uint64_t line)
 {
-  size_t lo = 0, hi = j->nwant;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (j->want[mid].vaddr < from)
-      lo = mid + 1;
-    else
-      hi = mid;
+  /* Most rows are nowhere near a wanted address. */
+  if (to <= j->want[0].vaddr || from > j->want[j->nwant - 1].vaddr)
+    return;
+  /* Rows of a sequence go up: walk on from the previous row's position,
+   * searching only at the start of a sequence (or if addresses go back). */
+  size_t lo;
+  if (j->cursor_valid && from >= j->cursor_from) {
+    lo = j->cursor;
+    while (lo < j->nwant && j->want[lo].vaddr < from)
+      lo++;
+  } else {
+    size_t hi = j->nwant;
+    lo = 0;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (j->want[mid].vaddr < from)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
   }
+  j->cursor = lo;
+  j->cursor_from = from;
+  j->cursor_valid = 1;
   for (size_t i = lo; i < j->nwant && j->want[i].vaddr < to; i++) {
     size_t k = j->want[i].index;
     if (j->lines[k] || j->files[k])
@@ -1003,6 +1030,7 @@ static void run_program(struct lines_job *j, struct rd *r, unsigned min_inst, in
       unsigned sub = *r->p++;
       if (sub == 1) { /* DW_LNE_end_sequence */
         ROW(1);
+        j->cursor_valid = 0;
         addr = 0;
         file = 1;
         line = 1;

@@ -576,7 +576,7 @@ static int gzip(const unsigned char *in, size_t inlen, unsigned char **out, size
 {
   z_stream zs;
   memset(&zs, 0, sizeof zs);
-  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+  if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
     return -ENOMEM;
   int rc = 0;
   size_t cap = deflateBound(&zs, (uLong)inlen) + 32;
