@@ -384,13 +384,14 @@ def group_hostile(opts, c):
     evil = b"evil\x1b[31mred\x07\tname\xff|`"
     lines = [b"rate 65536", b"span 1 - " + evil, b"span 2 2 self_parent", b"span 3 1 child",
              b"sample span=1 bytes=65536 samples=1", b"sample span=2 bytes=65536 samples=1",
-             b"sample span=3 bytes=8192 samples=1"]
+             b"sample span=3 bytes=8192 samples=1", b"span 4 - long_" + b"x" * 150]
     prev = "-"
     for i in range(100, 400):
         lines.append(("span %d %s deep_%d" % (i, prev, i)).encode())
         lines.append(("sample span=%d bytes=4096 samples=1" % i).encode())
         prev = str(i)
-    for side, extra in (("before", b""), ("after", b"\nsample span=399 bytes=1048576 samples=16")):
+    for side, extra in (("before", b"\nsample span=4 bytes=65536 samples=1"),
+                        ("after", b"\nsample span=399 bytes=1048576 samples=16\nsample span=4 bytes=131072 samples=2")):
         txt = os.path.join(opts.work, "hostile_%s.txt" % side)
         with open(txt, "wb") as f:
             f.write(b"\n".join(lines) + extra + b"\n")
@@ -416,9 +417,16 @@ def group_hostile(opts, c):
             widths = {display_width(l) for l in rows}
             c.check(len(rows) > 20 and len(widths) == 1, "hostile tree misaligned: %s" % widths)
             c.check(any("deeper spans not shown" in l for l in text), "hostile tree: depth cut not said")
+    # A long name is cut to 80 columns with an ellipsis in text and markdown.
+    for fmt in ("text", "markdown"):
+        rc, out, _ = run([opts.culpert, "diff", "--format", fmt] + paths, opts.work)
+        cut = [w for l in out.split("\n") for w in l.replace("`", " ").split() if w.startswith("long_")]
+        c.check(len(cut) == 1 and cut[0].endswith("…") and display_width(cut[0]) == 80,
+                "long name in %s: %s" % (fmt, cut))
     rc, out, _ = run([opts.culpert, "diff", "--format", "json"] + paths, opts.work)
     doc = json.loads(out)
     names = {r["name"] for r in doc["rows"]}
+    c.check("long_" + "x" * 150 in names, "json keeps the long name whole")
     c.check("evil\x1b[31mred\x07\tname\ufffd|`" in names, "hostile json names: %s" % sorted(names)[:3])
     c.check("\\u001b" in out and "\x1b" not in out, "json escapes control characters")
 
