@@ -46,9 +46,9 @@ class Study:
     def __init__(self, opts):
         self.o = opts
         self.build = os.path.abspath(opts.build)
-        self.culpert = os.path.join(self.build, "cli", "culpert")
-        self.workload = os.path.join(self.build, "bench", "noise", "noise_workload")
-        self.lib = os.path.join(self.build, "src", "libculpert.so")
+        self.culpert = opts.culpert or os.path.join(self.build, "cli", "culpert")
+        self.workload = opts.workload or os.path.join(self.build, "bench", "noise", "noise_workload")
+        self.lib = opts.lib or os.path.join(self.build, "src", "libculpert.so")
         for path in (self.culpert, self.workload, self.lib):
             if not os.path.exists(path):
                 sys.exit("noise_study: %s is missing; build the culpert, noise_workload and libculpert "
@@ -159,6 +159,9 @@ class Study:
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", required=True, help="CMake build directory")
+    ap.add_argument("--culpert", help="the culpert binary (default: BUILD/cli/culpert)")
+    ap.add_argument("--workload", help="default: BUILD/bench/noise/noise_workload")
+    ap.add_argument("--lib", help="libculpert.so (default: BUILD/src/libculpert.so)")
     ap.add_argument("--work", help="where profiles go (default: a new temporary directory)")
     ap.add_argument("--runs", type=int, default=40, help="baseline runs per rate (seeds 1..N)")
     ap.add_argument("--rates", default="524288,65536", help="sample rates in bytes, comma-separated")
