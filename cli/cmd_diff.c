@@ -81,6 +81,7 @@ struct diff {
 
 /* A node of the merged before/after span tree. */
 struct tnode {
+  const char *name; /* borrowed from the span trees, which outlive this one */
   char *label;
   int64_t before, after; /* subtree totals */
   struct tnode **kids;
@@ -869,7 +870,8 @@ static int tree_merge(const struct culpert__span_node *b, const struct culpert__
   int rc = -ENOMEM;
   if (!n)
     goto out;
-  n->label = make_label((b ? b : a)->name, DIFF_LABEL_COLS);
+  n->name = (b ? b : a)->name;
+  n->label = make_label(n->name, DIFF_LABEL_COLS);
   if (!n->label)
     goto out;
   n->before = b ? b->total_bytes : 0;
@@ -917,7 +919,7 @@ static int cmp_tnodes(const void *x, const void *y)
   int64_t da = abs64(sat_delta(a->after, a->before)), db = abs64(sat_delta(b->after, b->before));
   if (da != db)
     return da > db ? -1 : 1;
-  return strcmp(a->label, b->label);
+  return strcmp(a->name, b->name);
 }
 
 /* Hide subtrees below the minimum on both sides, sort siblings by |Δ| then
