@@ -39,6 +39,9 @@ struct culpert__symtab {
   int full;  /* from .symtab */
   void *map; /* the file's bytes (names point here), NULL for memory */
   size_t maplen;
+  char **strings; /* source file names made by culpert__symtab_lines */
+  size_t nstrings;
+  size_t cap_strings;
 };
 
 /* One loaded object. */
@@ -63,9 +66,6 @@ struct culpert__symbolizer {
   size_t nmaps;
   size_t *by_start; /* mapping indices sorted by start address */
   char *dl_name;    /* last dladdr() name, owned copy */
-  char **strings;   /* file names made by culpert__symbolize_lines */
-  size_t nstrings;
-  size_t cap_strings;
   int err;
 };
 
@@ -261,6 +261,9 @@ void culpert__symtab_free(struct culpert__symtab *t)
   free(t->syms);
   if (t->map)
     munmap(t->map, t->maplen);
+  for (size_t i = 0; i < t->nstrings; i++)
+    free(t->strings[i]);
+  free(t->strings);
   free(t);
 }
 
@@ -471,9 +474,6 @@ void culpert__symbolize_close(struct culpert__symbolizer *s)
   free(s->map_obj);
   free(s->by_start);
   free(s->dl_name);
-  for (size_t i = 0; i < s->nstrings; i++)
-    free(s->strings[i]);
-  free(s->strings);
   free(s);
 }
 
@@ -891,7 +891,7 @@ struct want {
 };
 
 struct lines_job {
-  struct culpert__symbolizer *s;
+  struct culpert__symtab *t; /* owns the file names */
   const struct want *want;
   size_t nwant;
   const char **files;
@@ -934,7 +934,7 @@ static const char *unit_file(struct lines_job *j, uint64_t idx)
     snprintf(path, len, "%s", f->name);
   else
     snprintf(path, len, "%s/%s", dir, f->name);
-  struct culpert__symbolizer *s = j->s;
+  struct culpert__symtab *s = j->t;
   if (s->nstrings == s->cap_strings) {
     size_t cap = s->cap_strings ? s->cap_strings * 2 : 64;
     char **g = realloc(s->strings, cap * sizeof *g);
@@ -1067,7 +1067,7 @@ static void run_program(struct lines_job *j, struct rd *r, unsigned min_inst, in
 }
 
 /* Resolves the wanted addresses of one object from its .debug_line. */
-static int object_lines(struct lines_job *j, const struct culpert__symtab *t)
+static int object_lines(struct lines_job *j, struct culpert__symtab *t)
 {
   struct section line, line_str, str;
   int rc = elf_section(t->map, t->maplen, ".debug_line", &line);
@@ -1187,12 +1187,36 @@ int culpert__symbolize_lines(struct culpert__symbolizer *s, const uint64_t *addr
     if (!obj->dwarf)
       continue;
     qsort(want, nw, sizeof *want, want_cmp);
-    struct lines_job j = {.s = s, .want = want, .nwant = nw, .files = files, .lines = lines};
+    struct lines_job j = {
+        .t = obj->dwarf, .want = want, .nwant = nw, .files = files, .lines = lines};
     rc = object_lines(&j, obj->dwarf);
   }
 
 out:
   free(want);
   free(obj_of);
+  return rc;
+}
+
+int culpert__symtab_lines(struct culpert__symtab *t, const uint64_t *vaddrs, size_t n,
+                          const char **files, uint32_t *lines)
+{
+  struct want *want = NULL;
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    files[i] = NULL;
+    lines[i] = 0;
+  }
+  if (n == 0 || !t || !t->map)
+    return 0;
+  want = malloc(n * sizeof *want);
+  if (!want)
+    return -ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    want[i] = (struct want){vaddrs[i], i};
+  qsort(want, n, sizeof *want, want_cmp);
+  struct lines_job j = {.t = t, .want = want, .nwant = n, .files = files, .lines = lines};
+  rc = object_lines(&j, t);
+  free(want);
   return rc;
 }

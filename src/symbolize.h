@@ -75,12 +75,13 @@ int culpert__symbolize_addr(struct culpert__symbolizer *s, uint64_t addr,
  * object or of its separate debug file. Reads each object's line program
  * once, whatever n. files[i] is NULL and lines[i] 0 when unknown; file
  * names stay valid until culpert__symbolize_close(). Returns 0 or -ENOMEM.
+ * Malformed DWARF loses the lines of the unit at fault, never crashes.
  */
 int culpert__symbolize_lines(struct culpert__symbolizer *s, const uint64_t *addrs, size_t n,
                              const char **files, uint32_t *lines);
 
 /*
- * The function symbols of one ELF file, addressed by the virtual addresses
+ * The function symbols (and line table) of one ELF file, addressed by the virtual addresses
  * the file itself uses (no load bias). Exposed for the symbolizer's tests
  * and for tools; the symbolizer uses the same code.
  */
@@ -93,6 +94,10 @@ int culpert__symtab_load(const char *path, struct culpert__symtab **out);
 const char *culpert__symtab_lookup(const struct culpert__symtab *t, uint64_t vaddr);
 /* Number of function symbols read. */
 size_t culpert__symtab_count(const struct culpert__symtab *t);
+/* File and line of each of `n` addresses of the file, as for
+ * culpert__symbolize_lines; names stay valid until the table is freed. */
+int culpert__symtab_lines(struct culpert__symtab *t, const uint64_t *vaddrs, size_t n,
+                          const char **files, uint32_t *lines);
 /* Whether the table came from a full .symtab (not only .dynsym). */
 int culpert__symtab_is_full(const struct culpert__symtab *t);
 void culpert__symtab_free(struct culpert__symtab *t);

@@ -27,14 +27,14 @@
 
 #include "symbolize.h"
 
-static volatile int sink;
+static volatile unsigned sink;
 
 /* Static, so its name is only in .symtab, never in .dynsym. */
 enum { FIXTURE_STATIC_LINE = __LINE__ + 1 };
 __attribute__((noinline)) static void symbolize_fixture_static(void)
 {
   for (int i = 0; i < 16; i++)
-    sink = sink * 3 + i;
+    sink = sink * 3 + (unsigned)i;
 }
 
 static void exe_path(char *buf, size_t len)
@@ -408,6 +408,113 @@ static void test_symbolize_corrupt_elf(void **state)
   free(orig);
 }
 
+/* Offset and size of section `name` in an ELF image (0, 0 when absent). */
+static void find_section(const unsigned char *elf, const char *name, size_t *off, size_t *size,
+                         size_t *index)
+{
+  const Elf64_Ehdr *eh = (const void *)elf;
+  const Elf64_Shdr *sh = (const void *)(elf + eh->e_shoff);
+  const char *names = (const char *)elf + sh[eh->e_shstrndx].sh_offset;
+  *off = *size = *index = 0;
+  for (size_t i = 0; i < eh->e_shnum; i++) {
+    if (strcmp(names + sh[i].sh_name, name) == 0) {
+      *off = sh[i].sh_offset;
+      *size = sh[i].sh_size;
+      *index = i;
+    }
+  }
+}
+
+/* Loads the image from a temp file and asks for the lines of `n`
+ * addresses; returns how many got a line. */
+static size_t lines_of_bytes(const unsigned char *bytes, size_t len, const uint64_t *vaddrs,
+                             size_t n)
+{
+  char path[] = "/tmp/culpert-test-dwarf-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, bytes, len), (ssize_t)len);
+  close(fd);
+  struct culpert__symtab *t = NULL;
+  const char *files[64];
+  uint32_t lines[64];
+  size_t found = 0;
+  assert_true(n <= 64);
+  if (culpert__symtab_load(path, &t) == 0) {
+    assert_int_equal(culpert__symtab_lines(t, vaddrs, n, files, lines), 0);
+    for (size_t i = 0; i < n; i++) {
+      if (files[i])
+        assert_true(strlen(files[i]) < 4096);
+      found += lines[i] != 0;
+    }
+  }
+  culpert__symtab_free(t);
+  unlink(path);
+  return found;
+}
+
+/* Random damage to .debug_line (bytes, sizes, the compressed flag) costs
+ * lines, never a crash or a read outside the file. */
+static void test_symbolize_corrupt_debug_line(void **state)
+{
+  (void)state;
+  char exe[PATH_MAX];
+  exe_path(exe, sizeof exe);
+  size_t len;
+  unsigned char *orig = slurp(exe, &len);
+  unsigned char *elf = malloc(len);
+  assert_non_null(elf);
+  size_t off, size, index;
+  find_section(orig, ".debug_line", &off, &size, &index);
+  if (size == 0) {
+    print_message("SKIPPED: the test binary has no .debug_line\n");
+    free(elf);
+    free(orig);
+    skip();
+  }
+  const Elf64_Ehdr *eh = (const void *)orig;
+
+  uint64_t bias = 0;
+  dl_iterate_phdr(main_bias_cb, &bias);
+  uint64_t vaddrs[64];
+  vaddrs[0] = (uint64_t)(uintptr_t)symbolize_fixture_static - bias;
+  for (size_t i = 1; i < 64; i++)
+    vaddrs[i] = vaddrs[0] + i * 97;
+  assert_true(lines_of_bytes(orig, len, vaddrs, 64) > 0); /* intact: lines */
+
+  uint64_t seed = 12345;
+  for (int round = 0; round < 300; round++) {
+    memcpy(elf, orig, len);
+    Elf64_Shdr *sh = (void *)(elf + eh->e_shoff);
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    switch (round % 4) {
+    case 0: /* a few random bytes */
+      for (int k = 0; k < 4; k++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        elf[off + (seed >> 33) % size] = (unsigned char)(seed >> 17);
+      }
+      break;
+    case 1: /* the section cut short */
+      sh[index].sh_size = (seed >> 33) % size;
+      break;
+    case 2: /* a byte in the first unit's header */
+      elf[off + (seed >> 33) % (size < 64 ? size : 64)] ^=
+          (unsigned char)(1u << ((seed >> 40) % 8));
+      break;
+    case 3: /* claims to be compressed */
+      sh[index].sh_flags |= SHF_COMPRESSED;
+      if (size >= sizeof(Elf64_Chdr)) {
+        Elf64_Chdr ch = {ELFCOMPRESS_ZLIB, 0, (seed >> 20) % (1u << 30), 1};
+        memcpy(elf + off, &ch, sizeof ch);
+      }
+      break;
+    }
+    lines_of_bytes(elf, len, vaddrs, 64);
+  }
+  free(elf);
+  free(orig);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -420,6 +527,7 @@ int main(void)
       cmocka_unit_test(test_symbolize_dlopen_dwarf4_then_dlclose),
       cmocka_unit_test(test_symbolize_truncated_elf),
       cmocka_unit_test(test_symbolize_corrupt_elf),
+      cmocka_unit_test(test_symbolize_corrupt_debug_line),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

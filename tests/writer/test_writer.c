@@ -30,29 +30,45 @@
 typedef Perftools__Profiles__Profile Profile;
 typedef Perftools__Profiles__Sample Sample;
 
-/* Functions whose addresses make the stacks. noinline and some body so each
- * is at least a few dozen bytes long. */
-static volatile int sink;
+/* Functions whose addresses make the stacks: writer_fixture_root() calls
+ * middle, which calls leaf, and each records its real return address, so
+ * the stacks hold the addresses an unwinder would report. noinline and
+ * some body so each is a few dozen bytes long. */
+static volatile unsigned sink;
+static uintptr_t return_into_middle; /* recorded by leaf */
+static uintptr_t return_into_root;   /* recorded by middle */
+static int root_call_line;           /* the line of root's call to middle */
 
 enum { FIXTURE_LEAF_LINE = __LINE__ + 1 };
 __attribute__((noinline)) static void writer_fixture_leaf(void)
 {
+  return_into_middle = (uintptr_t)__builtin_return_address(0);
   for (int i = 0; i < 8; i++)
-    sink += i * sink + 3;
+    sink += (unsigned)i * sink + 3;
 }
 
 __attribute__((noinline)) static void writer_fixture_middle(void)
 {
+  return_into_root = (uintptr_t)__builtin_return_address(0);
   writer_fixture_leaf();
   for (int i = 0; i < 8; i++)
-    sink ^= i + sink * 7;
+    sink ^= (unsigned)i + sink * 7;
 }
 
 __attribute__((noinline)) static void writer_fixture_root(void)
 {
+  root_call_line = __LINE__ + 1;
   writer_fixture_middle();
   for (int i = 0; i < 8; i++)
-    sink -= i * 5 + sink;
+    sink -= (unsigned)i * 5 + sink;
+}
+
+/* Group setup: runs the fixture chain once so the return addresses are set. */
+static int record_return_addresses(void **state)
+{
+  (void)state;
+  writer_fixture_root();
+  return return_into_middle && return_into_root ? 0 : -1;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -187,13 +203,12 @@ static struct culpert__wsample fixture_samples[5];
 
 static struct culpert__wprofile fixture(void)
 {
-  /* A leaf ip inside the leaf; return addresses one past a byte inside the
-   * caller, so ip - 1 stays inside it. */
+  /* A leaf ip inside the leaf, then real return addresses. */
   ips_full[0] = (uintptr_t)writer_fixture_leaf + 4;
-  ips_full[1] = (uintptr_t)writer_fixture_middle + 9;
-  ips_full[2] = (uintptr_t)writer_fixture_root + 9;
+  ips_full[1] = return_into_middle;
+  ips_full[2] = return_into_root;
   ips_short[0] = (uintptr_t)writer_fixture_middle + 4;
-  ips_short[1] = (uintptr_t)writer_fixture_root + 9;
+  ips_short[1] = return_into_root;
 
   fixture_samples[0] = (struct culpert__wsample){ips_full, 3, 2, 2.4, 1000.6, 1.5, 10.49, 3};
   fixture_samples[1] = (struct culpert__wsample){ips_full, 3, 4, 1.0, 64.0, 0.0, 0.0, 1};
@@ -457,7 +472,7 @@ static int ends_with(const char *s, const char *suffix)
 static void test_writer_file_and_line(void **state)
 {
   (void)state;
-  uintptr_t ips[2] = {(uintptr_t)writer_fixture_leaf, (uintptr_t)writer_fixture_root + 9};
+  uintptr_t ips[2] = {(uintptr_t)writer_fixture_leaf, return_into_root};
   struct culpert__wsample s = {ips, 2, 0, 1, 1, 1, 1, 1};
   struct culpert__wprofile p = {.samples = &s, .nsamples = 1};
   Profile *pr = encode_decode(&p);
@@ -469,11 +484,10 @@ static void test_writer_file_and_line(void **state)
   /* gcc puts a function's first row on its signature or its brace. */
   assert_in_range(f->start_line, FIXTURE_LEAF_LINE, FIXTURE_LEAF_LINE + 1);
   assert_int_equal(l->line[0]->line, f->start_line);
-  /* The caller's line lies inside writer_fixture_root. */
+  /* The caller's return address - 1 is in its call instruction. */
   const Perftools__Profiles__Location *caller = location(pr, pr->sample[0]->location_id[1]);
-  const Perftools__Profiles__Function *root = function(pr, caller->line[0]->function_id);
-  assert_true(caller->line[0]->line >= root->start_line);
-  assert_true(caller->line[0]->line < root->start_line + 6);
+  assert_string_equal(location_function(pr, caller->id), "writer_fixture_root");
+  assert_int_equal(caller->line[0]->line, root_call_line);
   const Perftools__Profiles__Mapping *m = mapping(pr, 1);
   assert_true(m->has_filenames);
   assert_true(m->has_line_numbers);
@@ -491,7 +505,7 @@ static void test_writer_dlclosed_code(void **state)
     fail_msg("dlopen %s: %s", CULPERT_FIXTURE_DWARF4, dlerror());
   void *fn = dlsym(h, "fixture_dwarf4_work");
   assert_non_null(fn);
-  uintptr_t ips[2] = {(uintptr_t)fn + 4, (uintptr_t)writer_fixture_root + 9};
+  uintptr_t ips[2] = {(uintptr_t)fn + 4, return_into_root};
   assert_int_equal(dlclose(h), 0);
 
   struct culpert__wsample s = {ips, 2, 0, 1, 1, 1, 1, 1};
@@ -512,7 +526,7 @@ static void test_writer_dlclosed_code(void **state)
 static void test_writer_shared_library_names(void **state)
 {
   (void)state;
-  uintptr_t ips[2] = {(uintptr_t)&strtoul + 1, (uintptr_t)writer_fixture_root + 9};
+  uintptr_t ips[2] = {(uintptr_t)&strtoul + 1, return_into_root};
   struct culpert__wsample s = {ips, 2, 0, 1, 1, 1, 1, 1};
   struct culpert__wprofile p = {.samples = &s, .nsamples = 1};
   Profile *pr = encode_decode(&p);
@@ -680,5 +694,5 @@ int main(void)
       cmocka_unit_test(test_writer_odd_input),
       cmocka_unit_test(test_writer_go_pprof_reads_it),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return cmocka_run_group_tests(tests, record_return_addresses, NULL);
 }
