@@ -323,6 +323,17 @@ def group_structure(opts, c):
                 "total_delta_bytes")
         c.check(sum(r["after"] for r in doc["rows"]) == doc["after"]["total_bytes"],
                 "whole-profile total includes every span")
+    # The standard error of each change uses each side's own rate:
+    # sqrt(R_before * before + R_after * after), in bytes.
+    import math
+    rc, out, _ = run([opts.culpert, "diff", "--format", "json", "spec_before.pb.gz", "rates_after.pb.gz"],
+                     opts.work)
+    doc = json.loads(out)
+    rb, ra = doc["before"]["rate_bytes"], doc["after"]["rate_bytes"]
+    c.check((rb, ra, doc["rates_differ"]) == (65536, 524288, True), "rates: %s %s" % (rb, ra))
+    for r in doc["rows"]:
+        want = round(math.sqrt(rb * r["before"] + ra * r["after"]))
+        c.check(abs(r["stderr"] - want) <= 1, "stderr of %s: %s, want %s" % (r["name"], r["stderr"], want))
     # Escaping: the markdown metacharacters survive in JSON as data.
     rc, out, _ = run([opts.culpert, "diff", "--format", "json", "mixed_before.pb.gz", "mixed_after.pb.gz"],
                      opts.work)
