@@ -278,6 +278,11 @@ uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max);
 uint32_t culpert__stack_walk_fp(uintptr_t fp, uintptr_t lo, uintptr_t hi, uintptr_t *ips,
                                 uint32_t max);
 
+/* Fork support: wait until no thread is inside libunwind, and keep it so. */
+void culpert__stack_lock(void);
+void culpert__stack_unlock(void);
+void culpert__stack_reinit_lock(void);
+
 /* ---------------------------------------------------------------- record */
 
 /* One aggregated bucket (a distinct stack and span node). */

@@ -91,6 +91,7 @@ static void find_exe_name(void)
 static void fork_prepare(void)
 {
   culpert__tls.guard++;
+  culpert__stack_lock();
   culpert__record_lock();
   culpert__live_lock();
 }
@@ -99,6 +100,7 @@ static void fork_parent(void)
 {
   culpert__live_unlock();
   culpert__record_unlock();
+  culpert__stack_unlock();
   culpert__tls.guard--;
 }
 
@@ -110,6 +112,7 @@ static void fork_child(void)
 {
   culpert__live_reinit_lock();
   culpert__record_reinit_lock();
+  culpert__stack_reinit_lock();
   culpert__live_reset();
   culpert__record_reset();
   culpert__span_reset_counters();

@@ -27,6 +27,11 @@ typedef int (*step_fn)(unw_cursor_t *);
 typedef int (*get_reg_fn)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
 
 static int mode = CULPERT__STACK_FP;
+
+/* Held (shared) while a thread is inside libunwind, and exclusively across
+ * fork(): libunwind has internal locks, and a child must not inherit one
+ * held by a thread that does not exist there. */
+static pthread_rwlock_t capture_lock = PTHREAD_RWLOCK_INITIALIZER;
 static getcontext_fn u_getcontext;
 static init_local_fn u_init_local;
 static step_fn u_step;
@@ -182,7 +187,14 @@ CULPERT__NOINLINE uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max)
   /* Room for culpert's own frames on top of what the caller wants. */
   uintptr_t raw[CULPERT__MAX_DEPTH + 16];
   uint32_t want = max + 16 > CULPERT__MAX_DEPTH + 16 ? CULPERT__MAX_DEPTH + 16 : max + 16;
-  uint32_t n = mode == CULPERT__STACK_LIBUNWIND ? capture_unwind(raw, want) : capture_fp(raw, want);
+  uint32_t n;
+  if (mode == CULPERT__STACK_LIBUNWIND) {
+    pthread_rwlock_rdlock(&capture_lock);
+    n = capture_unwind(raw, want);
+    pthread_rwlock_unlock(&capture_lock);
+  } else {
+    n = capture_fp(raw, want);
+  }
   uint32_t first = 0;
   while (first < n && skipped(raw[first]))
     first++;
@@ -193,4 +205,19 @@ CULPERT__NOINLINE uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max)
   if (out > 0)
     ips[0] -= 1;
   return out;
+}
+
+void culpert__stack_lock(void)
+{
+  pthread_rwlock_wrlock(&capture_lock);
+}
+
+void culpert__stack_unlock(void)
+{
+  pthread_rwlock_unlock(&capture_lock);
+}
+
+void culpert__stack_reinit_lock(void)
+{
+  pthread_rwlock_init(&capture_lock, NULL);
 }

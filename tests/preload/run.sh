@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
+# run.sh CASE: run one preload integration case. Environment (set by
+# ctest): LIB (libculpert.so), BIN (this folder in the build tree), PLUGIN
+# (wl_plugin.so), GO (go binary or empty), JEMALLOC (libjemalloc.so.2 or
+# empty). Exit 0 pass, 1 fail, 77 skipped.
+set -u
+case_name=$1
+work=$(mktemp -d "${TMPDIR:-/tmp}/culpert-preload.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+fails=0
+
+fail() {
+  echo "FAIL [$case_name]: $*" >&2
+  fails=$((fails + 1))
+}
+
+# profile FILE: the profile as lines (see profcheck.c)
+profile() {
+  "$BIN/profcheck" "$1" || fail "profcheck could not read $1"
+}
+
+# totals FILE SPAN: "AO AS IO IS N" summed over samples whose span path is SPAN
+totals() {
+  profile "$1" | awk -v span="span=$2" '$1 == "sample" && $7 == span {
+      ao += $2; as += $3; io += $4; is += $5; n += $6 }
+      END { printf "%d %d %d %d %d\n", ao, as, io, is, n }'
+}
+
+expect_totals() { # FILE SPAN "AO AS IO IS N"
+  local got
+  got=$(totals "$1" "$2")
+  [ "$got" = "$3" ] || fail "$1 span $2: got '$got', want '$3'"
+}
+
+expect_line() { # TEXT PATTERN (grep -E) WHAT
+  printf '%s\n' "$1" | grep -Eq -- "$2" || fail "$3: no line matching '$2' in:
+$1"
+}
+
+expect_no_line() {
+  if printf '%s\n' "$1" | grep -Eq -- "$2"; then fail "$3: unexpected line matching '$2'"; fi
+}
+
+run_pre() { # run a command with libculpert preloaded
+  env LD_PRELOAD="$LIB" "$@"
+}
+
+case "$case_name" in
+exports)
+  # Only the allocation functions and culpert_* leave the library, and
+  # libunwind is not a dependency (it is dlopened RTLD_LOCAL).
+  syms=$(nm -D --defined-only "$LIB" | awk '{print $3}' | sed 's/@.*//' | sort)
+  allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|culpert_[a-z_]+)$'
+  bad=$(printf '%s\n' "$syms" | grep -Ev "$allowed")
+  [ -z "$bad" ] || fail "unexpected exports: $bad"
+  for s in malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc \
+    pvalloc malloc_usable_size culpert_span_enter culpert_span_exit culpert_span_current \
+    culpert_span_enter_child_of culpert_snapshot_write culpert_snapshot culpert_is_active; do
+    printf '%s\n' "$syms" | grep -qx "$s" || fail "missing export $s"
+  done
+  if readelf -d "$LIB" | grep -q 'libunwind'; then fail "libunwind is a DT_NEEDED of $LIB"; fi
+  ;;
+weak)
+  # Built without -lculpert: runs normally, spans do nothing, no profile.
+  out=$("$BIN/wl_basic") || fail "wl_basic failed without libculpert"
+  expect_line "$out" '^active=0$' "plain run"
+  expect_line "$out" '^failures=0$' "plain run"
+  [ -z "$(ls culpert.*.pb.gz 2>/dev/null)" ] || fail "a profile was written without libculpert"
+  ;;
+linked)
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/l.pb.gz" "$BIN/wl_basic_linked" 2>err) ||
+    fail "wl_basic_linked failed"
+  expect_line "$out" '^active=1$' "linked run"
+  expect_totals l.pb.gz handle_request/parse "100 100000 40 40000 100"
+  ;;
+basic_exact | basic_fp)
+  mode=libunwind
+  [ "$case_name" = basic_fp ] && mode=fp
+  out=$(CULPERT_STACK=$mode CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/b.pb.gz" \
+    run_pre "$BIN/wl_basic" 2>err) || fail "wl_basic failed: $(cat err)"
+  expect_line "$out" '^active=1$' "preloaded run"
+  expect_line "$out" '^span outside=0$' "preloaded run"
+  expect_line "$(cat err)" "^culpert: wrote profile to $work/b.pb.gz \\([0-9]+ samples\\)$" "stderr"
+  expect_totals b.pb.gz handle_request/parse "100 100000 40 40000 100"
+  p=$(profile b.pb.gz)
+  expect_line "$p" "^comment culpert.stack=$mode$" "comments"
+  expect_line "$p" '^comment culpert.rate=0$' "comments"
+  expect_line "$p" '^period 0$' "period"
+  # the stack starts at the allocating function: no culpert frames
+  expect_line "$p" ' span=handle_request/parse frames=parse_alloc;handle_request;main' "stack"
+  expect_no_line "$p" 'frames=(malloc|sample_check|malloc_slow|culpert)' "culpert frames"
+  ;;
+realloc_aligned)
+  CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/r.pb.gz" run_pre "$BIN/wl_basic" >out 2>err ||
+    fail "wl_basic failed: $(cat out err)"
+  # realloc counts the new size as a new allocation and releases the old
+  expect_totals r.pb.gz handle_request/resize "3 4300 1 4000 3"
+  expect_totals r.pb.gz aligned "9 13456 9 13456 9"
+  ;;
+errno)
+  # a tiny rate samples most calls: errno, alignment and zeroing still hold
+  out=$(CULPERT_SAMPLE_RATE=16 CULPERT_QUIET=1 run_pre "$BIN/wl_basic") || fail "wl_basic: $out"
+  expect_line "$out" '^failures=0$' "errno/alignment checks"
+  ;;
+snapshot)
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/final.pb.gz" \
+    run_pre "$BIN/wl_basic" --snapshot "$work/snap.pb.gz" 2>err) || fail "wl_basic failed"
+  expect_line "$out" '^snapshot=0 buffer=0 gzip=1$' "snapshot calls"
+  expect_line "$(cat err)" "wrote profile to $work/snap.pb.gz" "stderr"
+  expect_line "$(cat err)" "wrote profile to $work/final.pb.gz" "stderr"
+  expect_totals snap.pb.gz handle_request/parse "100 100000 40 40000 100"
+  s1=$(profile snap.pb.gz | awk '$1=="sample"{n+=$6} END{print n+0}')
+  s2=$(profile final.pb.gz | awk '$1=="sample"{n+=$6} END{print n+0}')
+  [ "$s1" -gt 0 ] && [ "$s2" -ge "$s1" ] || fail "snapshots not cumulative: $s1 then $s2"
+  ls "$work"/*.tmp.* >/dev/null 2>&1 && fail "temporary file left behind"
+  ;;
+threads)
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/t.pb.gz" run_pre "$BIN/wl_threads" 2>err) ||
+    fail "wl_threads failed: $(cat err)"
+  expect_line "$out" '^done 1$' "wl_threads"
+  expect_totals t.pb.gz pool/job "200 400000 0 0 200"
+  expect_totals t.pb.gz churn "2000 200000 0 0 2000"
+  ;;
+fork)
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/f.%p.pb.gz" run_pre "$BIN/wl_fork" 20 \
+    2>err) || fail "wl_fork failed: $(cat err)"
+  parent=$(ls f.*.pb.gz | wc -l)
+  [ "$parent" -eq 22 ] || fail "want 22 profiles (parent, 20 forks, 1 exec), got $parent"
+  first=$(printf '%s\n' "$out" | awk '$1=="child"{print $2; exit}')
+  [ -f "f.$first.pb.gz" ] || fail "no profile for child $first"
+  expect_totals "f.$first.pb.gz" child_work "5 15000 5 15000 5"
+  expect_totals "f.$first.pb.gz" parent_work "0 0 0 0 0"
+  expect_line "$(profile "f.$first.pb.gz")" "^comment culpert.pid=$first$" "child pid comment"
+  main_file=$(ls f.*.pb.gz | while read -r f; do
+    profile "$f" | grep -q 'span=parent_work' && echo "$f"; done)
+  [ "$(printf '%s\n' "$main_file" | grep -c .)" -eq 1 ] || fail "parent_work in: $main_file"
+  expect_totals "$main_file" parent_work "10 10000 10 10000 10"
+  expect_totals "$main_file" child_work "0 0 0 0 0"
+  ;;
+exec_child)
+  # CULPERT_OUTPUT without %p: the first process gets the name, every
+  # other process appends .<pid>.
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/fixed.pb.gz" run_pre "$BIN/wl_fork" 2 \
+    2>err) || fail "wl_fork failed: $(cat err)"
+  expect_line "$out" '^exec status 0$' "exec'd child"
+  ex=$(printf '%s\n' "$out" | awk '$1=="exec"&&$2!="status"{print $2}')
+  expect_totals fixed.pb.gz parent_work "10 10000 10 10000 10"
+  expect_totals "fixed.pb.gz.$ex" exec_child "7 4900 7 4900 7"
+  [ "$(ls fixed.pb.gz* | wc -l)" -eq 4 ] || fail "want 4 files: $(ls)"
+  ;;
+dlopen)
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/d.pb.gz" run_pre "$BIN/wl_dlopen" \
+    "$PLUGIN" 2>err) || fail "wl_dlopen failed: $(cat err)"
+  expect_line "$out" '^round 2: 0$' "wl_dlopen"
+  expect_totals d.pb.gz plugin "20 10240 20 10240 20"
+  ;;
+cxx_unwind)
+  # Exceptions and backtrace() behave exactly as without libculpert.
+  "$BIN/wl_cxx" >plain.out 2>&1 || fail "wl_cxx failed without libculpert"
+  for rate in 0 4096; do
+    CULPERT_QUIET=1 CULPERT_SAMPLE_RATE=$rate CULPERT_OUTPUT="$work/c$rate.pb.gz" \
+      run_pre "$BIN/wl_cxx" >pre.out 2>&1 || fail "wl_cxx failed preloaded (rate $rate)"
+    diff plain.out pre.out >/dev/null || fail "output differs with libculpert (rate $rate):
+$(diff plain.out pre.out)"
+  done
+  grep -q 'caught=201' plain.out || fail "wl_cxx did not catch every exception"
+  grep -q '^  main$' plain.out || fail "backtrace() did not name main"
+  n=$(totals c0.pb.gz cxx | awk '{print $5}')
+  [ "$n" -gt 1000 ] || fail "too few samples in span cxx: $n"
+  ;;
+unbiased)
+  # Over 30 seeds at R=64KiB: every run's estimate within 4 standard errors
+  # (sqrt(R*B)) of the truth, and the mean within 1%.
+  R=65536
+  : >runs
+  for seed in $(seq 1 30); do
+    truth=$(CULPERT_SEED=$seed CULPERT_SAMPLE_RATE=64K CULPERT_QUIET=1 \
+      CULPERT_OUTPUT="$work/u$seed.pb.gz" run_pre "$BIN/wl_unbiased") || fail "run $seed"
+    echo "$truth $(totals "u$seed.pb.gz" mix | awk '{print $2}') $(totals "u$seed.pb.gz" live |
+      awk '{print $4}')" >>runs
+  done
+  verdict=$(awk -v R=$R '{
+      t = $2; l = $3; est = $4; live = $5
+      se = sqrt(R * t); sel = sqrt(R * l)
+      if (est - t > 4 * se || t - est > 4 * se) printf "run %d: alloc %d vs %d\n", NR, est, t
+      if (live - l > 4 * sel || l - live > 4 * sel) printf "run %d: inuse %d vs %d\n", NR, live, l
+      sum += est; truth = t; n++ }
+      END { m = sum / n; d = (m - truth) / truth; if (d < 0) d = -d
+            if (d > 0.01) printf "mean off by %.3f%%\n", d * 100 }' runs)
+  [ -z "$verdict" ] || fail "estimates biased: $verdict"
+  # the same seed gives the same profile values
+  CULPERT_SEED=7 CULPERT_SAMPLE_RATE=64K CULPERT_QUIET=1 CULPERT_OUTPUT="$work/again.pb.gz" \
+    run_pre "$BIN/wl_unbiased" >/dev/null
+  [ "$(totals again.pb.gz mix)" = "$(totals u7.pb.gz mix)" ] || fail "CULPERT_SEED not reproducible"
+  ;;
+jemalloc)
+  [ -n "${JEMALLOC:-}" ] && [ -f "$JEMALLOC" ] || exit 77
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/j.pb.gz" MALLOC_CONF=stats_print:true \
+    LD_PRELOAD="$LIB $JEMALLOC" "$BIN/wl_basic" 2>err) || fail "wl_basic failed on jemalloc"
+  expect_line "$out" '^failures=0$' "wl_basic on jemalloc"
+  grep -q 'Begin jemalloc statistics' err || fail "jemalloc was not the allocator"
+  expect_totals j.pb.gz handle_request/parse "100 100000 40 40000 100"
+  expect_totals j.pb.gz aligned "9 13456 9 13456 9"
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_QUIET=1 LD_PRELOAD="$LIB $JEMALLOC" "$BIN/wl_threads") ||
+    fail "wl_threads failed on jemalloc"
+  ;;
+go_pprof)
+  [ -n "${GO:-}" ] && [ -x "$GO" ] || exit 77
+  export HOME="$work/home" GOCACHE="$work/gocache" GOFLAGS=-mod=mod GOTOOLCHAIN=local
+  mkdir -p "$HOME"
+  CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/g.pb.gz" CULPERT_METADATA=service=test \
+    run_pre "$BIN/wl_basic" >/dev/null 2>&1 || fail "wl_basic failed"
+  raw=$("$GO" tool pprof -raw g.pb.gz 2>&1) || fail "go tool pprof -raw failed: $raw"
+  expect_line "$raw" 'parse_alloc' "pprof -raw functions"
+  expect_line "$raw" 'span_name:\[parse\]' "pprof -raw labels"
+  expect_line "$raw" 'Comment: service=test' "pprof -raw comments"
+  expect_line "$raw" '100 +100000 +40 +40000 +100:' "pprof -raw values"
+  tags=$("$GO" tool pprof -tags g.pb.gz 2>&1) || fail "go tool pprof -tags failed"
+  expect_line "$tags" 'span_name' "pprof -tags"
+  expect_line "$tags" ': parse$' "pprof -tags"
+  ;;
+quiet_and_names)
+  CULPERT_SAMPLE_RATE=0 CULPERT_METADATA='service=api,broken,team=core' run_pre "$BIN/wl_basic" \
+    >out 2>err || fail "wl_basic failed"
+  files=$(ls culpert.wl_basic.*.pb.gz 2>/dev/null)
+  [ "$(printf '%s\n' "$files" | grep -c .)" -eq 1 ] || fail "default name: got '$files'"
+  expect_line "$(cat err)" "^culpert: wrote profile to culpert\\.wl_basic\\.[0-9]+\\.pb\\.gz \\([0-9]+ samples\\)$" "stderr"
+  [ "$(grep -c 'CULPERT_METADATA' err)" -eq 1 ] || fail "want one metadata warning: $(cat err)"
+  p=$(profile "$files")
+  for k in version rate stack dropped_samples pid exe span_overflow span_underflow; do
+    expect_line "$p" "^comment culpert\\.$k=" "comment culpert.$k"
+  done
+  expect_line "$p" '^comment culpert.exe=wl_basic$' "exe comment"
+  expect_line "$p" '^comment service=api$' "metadata"
+  expect_line "$p" '^comment team=core$' "metadata"
+  CULPERT_QUIET=1 CULPERT_OUTPUT="$work/q-%e.pb.gz" run_pre "$BIN/wl_basic" >out 2>err
+  [ -s err ] && fail "CULPERT_QUIET=1 still wrote: $(cat err)"
+  [ -f q-wl_basic.pb.gz ] || fail "%e not expanded: $(ls)"
+  ;;
+bad_env)
+  CULPERT_SAMPLE_RATE=lots CULPERT_OUTPUT="$work/e.pb.gz" run_pre "$BIN/wl_basic" >out 2>err ||
+    fail "wl_basic failed"
+  [ "$(grep -c 'CULPERT_SAMPLE_RATE=lots' err)" -eq 1 ] || fail "want one warning: $(cat err)"
+  expect_line "$(profile e.pb.gz)" '^comment culpert.rate=524288$' "default rate"
+  CULPERT_OUTPUT=/nonexistent/dir/x.pb.gz run_pre "$BIN/wl_basic" >out 2>err ||
+    fail "an unwritable output path made the program fail"
+  expect_line "$(cat out)" '^failures=0$' "unwritable output"
+  expect_line "$(cat err)" '^culpert: cannot write profile /nonexistent/dir/x.pb.gz' "stderr"
+  ;;
+*)
+  echo "run.sh: unknown case $case_name" >&2
+  exit 2
+  ;;
+esac
+[ "$fails" -eq 0 ]
