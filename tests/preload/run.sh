@@ -123,6 +123,21 @@ threads)
   expect_totals t.pb.gz pool/job "200 400000 0 0 200"
   expect_totals t.pb.gz churn "2000 200000 0 0 2000"
   ;;
+exit_race)
+  # exit() while other threads allocate: clean exit, complete profile
+  for mode in libunwind fp; do
+    for i in 1 2 3 4 5; do
+      rm -f x.pb.gz
+      out=$(CULPERT_STACK=$mode CULPERT_SAMPLE_RATE=4K CULPERT_OUTPUT="$work/x.pb.gz" \
+        run_pre "$BIN/wl_exit_race" 2>err)
+      rc=$?
+      [ "$rc" -eq 0 ] || fail "exit status $rc ($mode, run $i): $(cat err)"
+      expect_line "$out" '^exiting$' "wl_exit_race"
+      n=$(profile x.pb.gz | awk '$1=="sample"{n+=$6} END{print n+0}')
+      [ "$n" -gt 0 ] || fail "empty or unreadable profile ($mode, run $i)"
+    done
+  done
+  ;;
 fork)
   out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/f.%p.pb.gz" run_pre "$BIN/wl_fork" 20 \
     2>err) || fail "wl_fork failed: $(cat err)"
@@ -248,6 +263,27 @@ bad_env)
     fail "an unwritable output path made the program fail"
   expect_line "$(cat out)" '^failures=0$' "unwritable output"
   expect_line "$(cat err)" '^culpert: cannot write profile /nonexistent/dir/x.pb.gz' "stderr"
+  ;;
+install)
+  # cmake --install gives lib/libculpert.so, include/culpert.h, a
+  # relocatable pkg-config file and find_package(culpert) -> culpert::culpert.
+  cmake --install "$BUILD_DIR" --prefix "$work/inst" --component collector >/dev/null ||
+    fail "cmake --install failed"
+  for f in lib/libculpert.so include/culpert.h lib/pkgconfig/culpert.pc \
+    lib/cmake/culpert/culpertConfig.cmake lib/cmake/culpert/culpertConfigVersion.cmake; do
+    [ -f "inst/$f" ] || fail "not installed: $f"
+  done
+  flags=$(PKG_CONFIG_PATH="$work/inst/lib/pkgconfig" pkg-config --cflags --libs culpert) ||
+    fail "pkg-config culpert"
+  # shellcheck disable=SC2086
+  cc -o pc "$SRC_DIR/examples/find_package/main.c" $flags -Wl,-rpath,"$work/inst/lib" ||
+    fail "cannot build with pkg-config flags"
+  out=$(CULPERT_QUIET=1 CULPERT_OUTPUT="$work/pc.pb.gz" ./pc) || fail "pkg-config build fails"
+  expect_line "$out" 'active=1' "linked through pkg-config"
+  cmake -S "$SRC_DIR/examples/find_package" -B fp -DCMAKE_PREFIX_PATH="$work/inst" >/dev/null &&
+    cmake --build fp >/dev/null || fail "find_package(culpert) consumer does not build"
+  out=$(CULPERT_QUIET=1 CULPERT_OUTPUT="$work/fp.pb.gz" fp/consumer) || fail "consumer failed"
+  expect_line "$out" 'active=1' "find_package consumer"
   ;;
 *)
   echo "run.sh: unknown case $case_name" >&2
