@@ -991,7 +991,7 @@ static int is_record_name(const char *name)
 }
 
 static int local_pull(const struct culpert__archive *a, const char *sha, const char *latest_of,
-                      unsigned char **data, size_t *len)
+                      unsigned char **data, size_t *len, char found_sha[65])
 {
   int rc, lock_fd = -1;
   struct local l;
@@ -1064,6 +1064,7 @@ static int local_pull(const struct culpert__archive *a, const char *sha, const c
   rc = read_file(blob, "archived profile", CULPERT_ARCHIVE_MAX_PROFILE, 0, data, len);
   if (rc < 0)
     goto out;
+  snprintf(found_sha, 65, "%s", best.sha);
   if (a->verbose)
     fprintf(stderr, "culpert: read %s (%zu bytes, branch '%s')\n", blob, *len, best.branch);
 out:
@@ -1081,6 +1082,7 @@ struct http_answer {
   long status;
   struct buf body;
   char *location; /* of a redirect, redacted */
+  char sha[65];   /* X-Culpert-Sha when it holds a valid SHA, else "" */
   int attempts;
 };
 
@@ -1352,6 +1354,11 @@ static int http_request(const struct culpert__archive *a, const char *url,
     rc = c == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
     goto out;
   }
+  struct curl_header *sha_header = NULL;
+  if (curl_easy_header(h, "X-Culpert-Sha", 0, CURLH_HEADER, -1, &sha_header) == CURLHE_OK &&
+      strlen(sha_header->value) < sizeof ans->sha &&
+      culpert__archive_check_sha(sha_header->value, NULL) == 0)
+    snprintf(ans->sha, sizeof ans->sha, "%s", sha_header->value);
   if (ans->status >= 300 && ans->status < 400) {
     char *loc = NULL;
     const char *secrets[3];
@@ -1510,7 +1517,7 @@ out:
 }
 
 static int http_pull(const struct culpert__archive *a, const char *sha, const char *latest_of,
-                     unsigned char **data, size_t *len)
+                     unsigned char **data, size_t *len, char found_sha[65])
 {
   int rc;
   struct buf q = {.max = 65536};
@@ -1556,6 +1563,7 @@ static int http_pull(const struct culpert__archive *a, const char *sha, const ch
     rc = -EIO;
     goto out;
   }
+  snprintf(found_sha, 65, "%s", ans.sha[0] ? ans.sha : sha ? sha : "");
   *data = ans.body.p;
   *len = ans.body.len;
   ans.body.p = NULL;
@@ -1606,10 +1614,11 @@ out:
 }
 
 int culpert__archive_pull(const struct culpert__archive *a, const char *sha, const char *latest_of,
-                          unsigned char **data, size_t *len)
+                          unsigned char **data, size_t *len, char found_sha[65])
 {
   char lower[65];
   int rc;
+  found_sha[0] = '\0';
   if ((sha == NULL) == (latest_of == NULL) || (sha && culpert__archive_check_sha(sha, NULL) < 0) ||
       (latest_of && culpert__archive_check_branch(latest_of, NULL) < 0))
     return -EINVAL;
@@ -1617,16 +1626,15 @@ int culpert__archive_pull(const struct culpert__archive *a, const char *sha, con
     lowercase_sha(sha, lower);
     sha = lower;
   }
-  if (culpert__archive_is_local(a->endpoint)) {
-    rc = local_pull(a, sha, latest_of, data, len);
-    if (rc == 0 && gzip_complete(*data, *len) < 0) {
-      culpert__error("the archived profile of %s in '%s' is not a complete gzip stream",
-                     sha ? sha : latest_of, a->endpoint);
-      free(*data);
-      *data = NULL;
-      rc = -EIO;
-    }
-    return rc;
+  if (!culpert__archive_is_local(a->endpoint))
+    return http_pull(a, sha, latest_of, data, len, found_sha);
+  rc = local_pull(a, sha, latest_of, data, len, found_sha);
+  if (rc == 0 && gzip_complete(*data, *len) < 0) {
+    culpert__error("the archived profile of %s in '%s' is not a complete gzip stream",
+                   sha ? sha : latest_of, a->endpoint);
+    free(*data);
+    *data = NULL;
+    rc = -EIO;
   }
-  return http_pull(a, sha, latest_of, data, len);
+  return rc;
 }

@@ -123,11 +123,12 @@ int culpert__archive_upload(const struct culpert__archive *a, const char *path, 
 /* Fetches the profile of `sha`, or when `sha` is NULL the newest upload on
  * branch `latest_of` (by upload time, ties to the greater SHA). On success
  * *data (owned by the caller) holds *len bytes, checked to be a complete
- * gzip stream. Returns -ENOENT without printing anything when the archive
+ * gzip stream, and found_sha the commit they belong to ("" when a server
+ * did not say). Returns -ENOENT without printing anything when the archive
  * has no such profile; other errors are printed and return a negative
  * errno. */
 int culpert__archive_pull(const struct culpert__archive *a, const char *sha, const char *latest_of,
-                          unsigned char **data, size_t *len);
+                          unsigned char **data, size_t *len, char found_sha[65]);
 
 /* Replaces `path` with `len` bytes at once: a temporary file in the same
  * directory, written, fsync'ed and renamed over `path`; the temporary is

@@ -153,7 +153,8 @@ int culpert__cmd_pull(int argc, char **argv)
   if (culpert__archive_resolve(&a) < 0)
     goto out;
 
-  int got = culpert__archive_pull(&a, sha, latest_of, &data, &len);
+  char found[65];
+  int got = culpert__archive_pull(&a, sha, latest_of, &data, &len, found);
   if (got == -ENOENT) {
     const char *project = a.project ? a.project : "default";
     if (allow_missing) {
@@ -172,9 +173,11 @@ int culpert__cmd_pull(int argc, char **argv)
     goto out;
   if (output ? culpert__archive_write_atomic(output, data, len) < 0 : write_stdout(data, len) < 0)
     goto out;
-  if (output)
-    fprintf(stderr, "pulled %s %s into %s (%zu bytes)\n", sha ? "commit" : "branch",
-            sha ? sha : latest_of, output, len);
+  if (latest_of)
+    fprintf(stderr, "pulled the latest of branch %s (commit %s) to %s (%zu bytes)\n", latest_of,
+            found[0] ? found : "not named by the archive", output ? output : "stdout", len);
+  else
+    fprintf(stderr, "pulled commit %s to %s (%zu bytes)\n", found, output ? output : "stdout", len);
   rc = CULPERT_EXIT_OK;
 out:
   free(data);

@@ -156,15 +156,17 @@ test("a successful answer echoing the token is redacted on stdout too", async ()
 
 test("pull by SHA writes the bytes to -o, and pull latest encodes the branch", async () => {
 	const out = path.join(dir, "by-sha.pb.gz");
-	server.plan.push({ status: 200, body: profile.bytes }, { status: 200, body: profile.bytes });
+	server.plan.push({ status: 200, body: profile.bytes });
 	let r = await run(["pull", ...conn(), "--sha", SHA.toUpperCase(), "-o", out]);
 	expectExit(r, 0, "pull --sha");
 	assert.ok(fs.readFileSync(out).equals(profile.bytes));
 	assert.equal(server.requests[0].url, `/v1/profiles/${SHA}`);
 	assert.equal(server.requests[0].method, "GET");
 
+	server.plan.push({ status: 200, headers: { "x-culpert-sha": SHA }, body: profile.bytes });
 	r = await run(["pull", ...conn(), "--latest-of", "release/1.0+rc&x=y", "--project", "p-1"]);
 	expectExit(r, 0, "pull --latest-of");
+	assert.match(r.stderr, new RegExp(`latest of branch release/1\\.0\\+rc&x=y \\(commit ${SHA}\\)`));
 	assert.ok(r.stdout.equals(profile.bytes), "the profile on stdout");
 	assert.equal(server.requests[1].url, "/v1/profiles/latest?branch=release%2F1.0%2Brc%26x%3Dy&project=p-1");
 });
@@ -204,6 +206,14 @@ test("pull: a 200 whose body is not a whole gzip stream is refused", async () =>
 		assert.match(r.stderr, /not a complete gzip stream/);
 		assert.ok(!fs.existsSync(out));
 	}
+});
+
+test("pull: an X-Culpert-Sha header that is not a SHA is not echoed", async () => {
+	server.plan.push({ status: 200, headers: { "x-culpert-sha": "<script>not-a-sha" }, body: profile.bytes });
+	const r = await run(["pull", ...conn(), "--latest-of", "main", "--timeout", "20"]);
+	expectExit(r, 0, "pull");
+	assert.match(r.stderr, /commit not named by the archive/);
+	assert.ok(!r.stderr.includes("not-a-sha"));
 });
 
 test("pull: a redirect (an Access login page) is an error, not followed", async () => {

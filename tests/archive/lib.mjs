@@ -72,8 +72,11 @@ export function run(args, { env = {}, input = null } = {}) {
 		const err = [];
 		child.stdout.on("data", (c) => out.push(c));
 		child.stderr.on("data", (c) => err.push(c));
+		// A hung client fails its test instead of the whole suite timing out.
+		const watchdog = setTimeout(() => child.kill("SIGKILL"), 120000);
 		child.on("error", reject);
 		child.on("close", (code) => {
+			clearTimeout(watchdog);
 			const result = {
 				code,
 				stdout: Buffer.concat(out),

@@ -71,7 +71,13 @@ export async function startServer() {
 				body: Buffer.concat(chunks),
 				at: performance.now(),
 			});
-			act(state.plan.length ? state.plan.shift() : state.fallback, req, res);
+			try {
+				act(state.plan.length ? state.plan.shift() : state.fallback, req, res);
+			} catch (err) {
+				// A step node refuses to send (say, a bad header) fails the test fast.
+				console.error(`misbehaving_server: cannot answer: ${err.message}`);
+				res.socket?.destroy();
+			}
 		});
 	};
 	const server = http.createServer(onRequest);

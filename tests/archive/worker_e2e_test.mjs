@@ -139,8 +139,10 @@ function sharedScenarios(kind, conn) {
 		await new Promise((r) => setTimeout(r, 5)); // distinct millisecond times
 		expectExit(await up(s2, branch, b.file), 0, "upload 2");
 		const out = path.join(dir, `${kind}-latest.pb.gz`);
-		expectExit(await pull("--latest-of", branch, "-o", out), 0, "pull latest");
+		const r = await pull("--latest-of", branch, "-o", out);
+		expectExit(r, 0, "pull latest");
 		assert.ok(fs.readFileSync(out).equals(b.bytes), "the newer upload, not the greater SHA");
+		assert.match(r.stderr, new RegExp(`pulled the latest of branch .* \\(commit ${s2}\\)`), "names the commit it got");
 		await new Promise((r) => setTimeout(r, 5));
 		expectExit(await up(s1, branch, c.file), 0, "re-upload");
 		expectExit(await pull("--latest-of", branch, "-o", out), 0, "pull latest again");
