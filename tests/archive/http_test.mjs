@@ -5,6 +5,7 @@
 // output (lib.mjs). Usage: node http_test.mjs PATH/TO/culpert
 
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, beforeEach, test } from "node:test";
@@ -288,4 +289,32 @@ test("flags override the environment", async () => {
 	expectExit(r, 0, "upload");
 	assert.equal(server.requests[0].url, `/v1/profiles/${SHA}?branch=flag-branch`);
 	assert.equal(server.requests[0].headers.authorization, `Bearer ${TOKEN}`);
+});
+
+test("TLS is verified: a self-signed server is refused, and accepted with --cacert", async (t) => {
+	const key = path.join(dir, "tls.key");
+	const cert = path.join(dir, "tls.pem");
+	const made = spawnSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], { stdio: "ignore" });
+	if (made.error || made.status !== 0) {
+		t.skip("openssl cannot make a test certificate here");
+		return;
+	}
+	const tls = await startServer({ tls: { key: fs.readFileSync(key), cert: fs.readFileSync(cert) } });
+	try {
+		tls.setFallback({ status: 200, body: profile.bytes });
+		const args = ["pull", "--endpoint", tls.url, "--token", TOKEN, "--sha", SHA, "--retries", "3"];
+		let r = await run(args);
+		expectExit(r, 2, "pull from a self-signed server");
+		assert.match(r.stderr, /TLS with the archive at https:\/\/127\.0\.0\.1:\d+ failed.*--cacert/);
+		assert.equal(tls.requests.length, 0, "no request went out over an unverified connection");
+
+		r = await run([...args, "--cacert", cert]);
+		expectExit(r, 0, "pull with --cacert");
+		assert.ok(r.stdout.equals(profile.bytes));
+		r = await run(args, { env: { CULPERT_CACERT: cert } });
+		expectExit(r, 0, "pull with CULPERT_CACERT");
+		assert.equal(tls.requests[0].headers.authorization, `Bearer ${TOKEN}`);
+	} finally {
+		await tls.close();
+	}
 });

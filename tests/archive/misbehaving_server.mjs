@@ -16,6 +16,7 @@
 // and prints "PORT <n>" on stdout, for poking at the client by hand.
 
 import http from "node:http";
+import https from "node:https";
 import { pathToFileURL } from "node:url";
 
 function act(step, req, res) {
@@ -45,10 +46,11 @@ function act(step, req, res) {
 }
 
 /**
- * Starts the server. Returns { port, url, plan, requests, setFallback(step),
- * reset(), close() }; `plan` is an array the test fills with steps.
+ * Starts the server, speaking HTTPS when `tls` holds { key, cert } (PEM).
+ * Returns { port, url, plan, requests, setFallback(step), reset(), close() };
+ * `plan` is an array the test fills with steps.
  */
-export async function startServer() {
+export async function startServer({ tls = null } = {}) {
 	const state = {
 		plan: [],
 		requests: [],
@@ -80,7 +82,7 @@ export async function startServer() {
 			}
 		});
 	};
-	const server = http.createServer(onRequest);
+	const server = tls ? https.createServer(tls, onRequest) : http.createServer(onRequest);
 	// A client that sends "Expect: 100-continue" lands here; answer it the
 	// same way so the test sees (and fails on) the header rather than a hang.
 	server.on("checkContinue", (req, res) => {
@@ -96,7 +98,7 @@ export async function startServer() {
 	const { port } = server.address();
 	return {
 		port,
-		url: `http://127.0.0.1:${port}`,
+		url: `${tls ? "https" : "http"}://127.0.0.1:${port}`,
 		get plan() {
 			return state.plan;
 		},
