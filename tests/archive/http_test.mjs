@@ -155,6 +155,15 @@ test("a successful answer echoing the token is redacted on stdout too", async ()
 	assert.match(r.stdout.toString(), /\[redacted\]/);
 });
 
+test("an oversized JSON answer to an upload is refused, not buffered without end", async () => {
+	server.plan.push({ status: 201, body: `{"pad":"${"x".repeat(2 * 1024 * 1024)}"}` });
+	const r = await upload();
+	expectExit(r, 2, "upload with a 2 MiB answer");
+	assert.match(r.stderr, /answer from the archive at .* is larger than 1048576 bytes/);
+	assert.equal(server.requests.length, 1, "not retried");
+	assert.equal(r.stdout.length, 0);
+});
+
 test("pull by SHA writes the bytes to -o, and pull latest encodes the branch", async () => {
 	const out = path.join(dir, "by-sha.pb.gz");
 	server.plan.push({ status: 200, body: profile.bytes });
