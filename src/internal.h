@@ -266,10 +266,12 @@ const char *culpert__stack_mode_name(void);
 /*
  * culpert__stack_capture: the calling thread's stack, leaf first, without
  * culpert's own frames: ips[0] is an address inside the call instruction
- * that reached the allocator, the rest are return addresses. Returns the
- * number of entries written (at most max). Never faults on a corrupt or
- * missing frame-pointer chain.
+ * that reached the allocator, the rest are return addresses. `ips` must
+ * have room for max + CULPERT__STACK_SLACK entries (culpert's frames are
+ * captured first, then dropped). Returns the number of entries kept (at
+ * most max). Never faults on a corrupt or missing frame-pointer chain.
  */
+#define CULPERT__STACK_SLACK 16u
 uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max);
 
 /* culpert__stack_walk_fp: frame-pointer walk starting at frame `fp` within

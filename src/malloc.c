@@ -287,7 +287,7 @@ static CULPERT__NOINLINE void sample_check(void *p, size_t n)
     goto out; /* the next sample point lies beyond this allocation */
   t->countdown = culpert__sampler_next(t);
 
-  uintptr_t ips[CULPERT__MAX_DEPTH];
+  uintptr_t ips[CULPERT__MAX_DEPTH + CULPERT__STACK_SLACK];
   uint32_t depth = culpert__stack_capture(ips, culpert__cfg.stack_depth);
   double w = culpert__sampler_weight(n, culpert__rate);
   int64_t b = culpert__record_sample(ips, depth, culpert__span_current_node(), n, w);

@@ -184,27 +184,28 @@ static uint32_t capture_unwind(uintptr_t *raw, uint32_t max)
 
 CULPERT__NOINLINE uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max)
 {
-  /* Room for culpert's own frames on top of what the caller wants. */
-  uintptr_t raw[CULPERT__MAX_DEPTH + 16];
-  uint32_t want = max + 16 > CULPERT__MAX_DEPTH + 16 ? CULPERT__MAX_DEPTH + 16 : max + 16;
+  /* Capture culpert's own frames too (at most CULPERT__STACK_SLACK of
+   * them), then drop them: ips has room for max + CULPERT__STACK_SLACK. */
+  uint32_t want = max + CULPERT__STACK_SLACK;
   uint32_t n;
   if (mode == CULPERT__STACK_LIBUNWIND) {
     pthread_rwlock_rdlock(&capture_lock);
-    n = capture_unwind(raw, want);
+    n = capture_unwind(ips, want);
     pthread_rwlock_unlock(&capture_lock);
   } else {
-    n = capture_fp(raw, want);
+    n = capture_fp(ips, want);
   }
   uint32_t first = 0;
-  while (first < n && skipped(raw[first]))
+  while (first < n && skipped(ips[first]))
     first++;
-  uint32_t out = 0;
-  for (uint32_t i = first; i < n && out < max; i++)
-    ips[out++] = raw[i];
+  n -= first;
+  if (n > max)
+    n = max;
+  memmove(ips, ips + first, n * sizeof *ips);
   /* The leaf: point inside the call instruction rather than after it. */
-  if (out > 0)
+  if (n > 0)
     ips[0] -= 1;
-  return out;
+  return n;
 }
 
 void culpert__stack_lock(void)
