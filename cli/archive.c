@@ -1604,6 +1604,12 @@ int culpert__archive_upload(const struct culpert__archive *a, const char *path, 
     rc = -EINVAL;
     goto out;
   }
+  /* pull refuses an incomplete stream, so nothing incomplete goes in */
+  if (gzip_complete(data, len) < 0) {
+    culpert__error("'%s' is not a complete gzip stream (cut short or corrupt)", path);
+    rc = -EINVAL;
+    goto out;
+  }
   if (culpert__archive_is_local(a->endpoint))
     rc = local_upload(a, lower, branch, data, len, answer);
   else

@@ -6,8 +6,8 @@
  * is either the HTTP archive worker (http:// or https:// endpoint, spoken to
  * with libcurl) or a local directory (file:// URL or any other string) that
  * this module manages itself with the same semantics. The archive never
- * parses a profile: it only checks the gzip magic on upload and that a pulled
- * body is one complete gzip stream.
+ * parses a profile: it only checks that what goes in and what comes out is
+ * one complete gzip stream.
  *
  * Promises: the token and the Cloudflare Access secret never appear in any
  * output (errors, --verbose, the echoed server answer); nothing touches the

@@ -105,7 +105,7 @@ int culpert__cmd_upload(int argc, char **argv)
   }
   if (culpert__archive_resolve(&a) < 0)
     goto out;
-  /* The file is read and its gzip magic checked before any request. */
+  /* The file is read and checked to be whole gzip before any request. */
   if (culpert__archive_upload(&a, file, sha, branch, &answer) < 0)
     goto out;
 

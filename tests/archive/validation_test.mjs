@@ -18,6 +18,8 @@ const notGzip = path.join(dir, "plain.txt");
 fs.writeFileSync(notGzip, "not a profile\n");
 const empty = path.join(dir, "empty.pb.gz");
 fs.writeFileSync(empty, "");
+const truncated = path.join(dir, "truncated.pb.gz");
+fs.writeFileSync(truncated, good.bytes.subarray(0, good.bytes.length - 8));
 const SHA = "0123456789abcdef0123456789abcdef01234567";
 
 before(async () => {
@@ -35,6 +37,7 @@ const pull = (...a) => ["pull", "--endpoint", server?.url, "--token", TOKEN, ...
 const cases = [
 	["missing FILE", () => up("--commit-sha", SHA, "--branch", "main", path.join(dir, "nope.pb.gz")), {}, /cannot open profile '.*nope\.pb\.gz'/],
 	["FILE is not gzip", () => up("--commit-sha", SHA, "--branch", "main", notGzip), {}, /'.*plain\.txt' is not a gzip file/],
+	["FILE is a cut-short gzip", () => up("--commit-sha", SHA, "--branch", "main", truncated), {}, /'.*truncated\.pb\.gz' is not a complete gzip stream/],
 	["FILE is empty", () => up("--commit-sha", SHA, "--branch", "main", empty), {}, /'.*empty\.pb\.gz' is not a gzip file/],
 	["FILE is a directory", () => up("--commit-sha", SHA, "--branch", "main", dir), {}, /is not a regular file/],
 	["no FILE", () => up("--commit-sha", SHA, "--branch", "main"), {}, /expected exactly one FILE/],
