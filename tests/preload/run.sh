@@ -138,6 +138,15 @@ exit_race)
     done
   done
   ;;
+bad_frame_pointers)
+  out=$(CULPERT_STACK=fp CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/bf.pb.gz" \
+    run_pre "$BIN/wl_badfp" 2>err) || fail "wl_badfp failed: $(cat err)"
+  expect_line "$out" '^ok=1$' "wl_badfp"
+  expect_totals bf.pb.gz badfp "5 500 5 500 5"
+  # optimised code without frame pointers (libstdc++) must not crash either
+  CULPERT_STACK=fp CULPERT_SAMPLE_RATE=0 CULPERT_QUIET=1 CULPERT_OUTPUT="$work/bf2.pb.gz" \
+    run_pre "$BIN/wl_cxx" >/dev/null 2>&1 || fail "wl_cxx failed under CULPERT_STACK=fp"
+  ;;
 fork)
   out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/f.%p.pb.gz" run_pre "$BIN/wl_fork" 20 \
     2>err) || fail "wl_fork failed: $(cat err)"
