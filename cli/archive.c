@@ -1252,12 +1252,14 @@ static int http_request(const struct culpert__archive *a, const char *url,
   }
   if (body && (!(grown = curl_slist_append(headers, "Content-Type: application/octet-stream")) ||
                !(headers = grown))) {
+    culpert__error("out of memory building the request");
     rc = -ENOMEM;
     goto out;
   }
   if (a->cf_access_id &&
       (buf_printf(&cf, "CF-Access-Client-Secret: %s", a->cf_access_secret) < 0 ||
        !(grown = curl_slist_append(headers, (char *)cf.p)) || !(headers = grown))) {
+    culpert__error("out of memory building the request");
     rc = -ENOMEM;
     goto out;
   }
@@ -1265,6 +1267,7 @@ static int http_request(const struct culpert__archive *a, const char *url,
     char line[4096];
     snprintf(line, sizeof line, "CF-Access-Client-Id: %s", a->cf_access_id);
     if (!(grown = curl_slist_append(headers, line)) || !(headers = grown)) {
+      culpert__error("out of memory building the request");
       rc = -ENOMEM;
       goto out;
     }
@@ -1505,8 +1508,8 @@ static int http_upload(const struct culpert__archive *a, const char *file, const
   secrets_of(a, secrets);
   *answer = culpert__archive_redact(ans.body.p ? (char *)ans.body.p : "", secrets);
   if (!*answer) {
+    culpert__error("out of memory reading the archive's answer");
     rc = -ENOMEM;
-    goto out;
   }
 out:
   free(q.p);
