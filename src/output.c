@@ -34,10 +34,14 @@ static long pid;
 static int is_child;
 static int64_t start_nanos;
 static char exe_name[256];
+/* The working directory at start-up: a relative CULPERT_OUTPUT is anchored
+ * there, so a program that changes directory (daemons chdir to /) still
+ * writes where it was started. */
+static char start_dir[CULPERT__PATH_MAX];
 
 void culpert__say(const char *fmt, ...)
 {
-  char line[CULPERT__PATH_MAX + 256];
+  char line[2 * CULPERT__PATH_MAX + 256];
   va_list ap;
   int n = snprintf(line, sizeof line, "culpert: ");
   va_start(ap, fmt);
@@ -159,6 +163,8 @@ void culpert__init(void)
   pid = (long)getpid();
   start_nanos = now_nanos();
   find_exe_name();
+  if (getcwd(start_dir, sizeof start_dir) == NULL)
+    start_dir[0] = '\0';
   mark_root();
   culpert__stack_init(culpert__cfg.stack_mode);
   if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
@@ -308,7 +314,7 @@ int culpert__output_write_file(const char *path)
   unsigned char *buf = NULL;
   size_t len = 0;
   uint64_t nsamples = 0;
-  char tmp[CULPERT__PATH_MAX + 64];
+  char tmp[2 * CULPERT__PATH_MAX + 64];
   int fd = -1;
   int rc = culpert__output_profile(&buf, &len, &nsamples);
   if (rc != 0)
@@ -341,7 +347,7 @@ out:
 
 void culpert__output_at_exit(void)
 {
-  char path[CULPERT__PATH_MAX];
+  char path[2 * CULPERT__PATH_MAX];
   struct culpert__thread *t = &culpert__tls;
   if (!atomic_load(&culpert__ready) || culpert__sampler_failed())
     return;
@@ -351,8 +357,14 @@ void culpert__output_at_exit(void)
     return; /* already written (a second destructor run) */
   t->guard++;
   int saved = errno;
-  if (culpert__config_output_path(culpert__cfg.output, pid, exe_name, is_child, path,
-                                  sizeof path) != 0)
+  size_t at = 0;
+  const char *tmpl = culpert__cfg.output;
+  if ((tmpl == NULL || tmpl[0] != '/') && start_dir[0] != '\0') {
+    at = strlen(start_dir);
+    memcpy(path, start_dir, at);
+    path[at++] = '/';
+  }
+  if (culpert__config_output_path(tmpl, pid, exe_name, is_child, path + at, sizeof path - at) != 0)
     culpert__say("CULPERT_OUTPUT expands to a path longer than %u bytes; no profile written",
                  CULPERT__PATH_MAX);
   else

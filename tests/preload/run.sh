@@ -250,7 +250,7 @@ quiet_and_names)
     >out 2>err || fail "wl_basic failed"
   files=$(ls culpert.wl_basic.*.pb.gz 2>/dev/null)
   [ "$(printf '%s\n' "$files" | grep -c .)" -eq 1 ] || fail "default name: got '$files'"
-  expect_line "$(cat err)" "^culpert: wrote profile to culpert\\.wl_basic\\.[0-9]+\\.pb\\.gz \\([0-9]+ samples\\)$" "stderr"
+  expect_line "$(cat err)" "^culpert: wrote profile to $work/culpert\\.wl_basic\\.[0-9]+\\.pb\\.gz \\([0-9]+ samples\\)$" "stderr"
   [ "$(grep -c 'CULPERT_METADATA' err)" -eq 1 ] || fail "want one metadata warning: $(cat err)"
   p=$(profile "$files")
   for k in version rate stack dropped_samples pid exe span_overflow span_underflow; do
@@ -262,6 +262,12 @@ quiet_and_names)
   CULPERT_QUIET=1 CULPERT_OUTPUT="$work/q-%e.pb.gz" run_pre "$BIN/wl_basic" >out 2>err
   [ -s err ] && fail "CULPERT_QUIET=1 still wrote: $(cat err)"
   [ -f q-wl_basic.pb.gz ] || fail "%e not expanded: $(ls)"
+  # a relative name is anchored at the start-up directory, not where the
+  # program happens to be at exit
+  rm -f culpert.wl_basic.*.pb.gz
+  CULPERT_QUIET=1 run_pre "$BIN/wl_basic" --chdir / >out 2>err || fail "wl_basic --chdir failed"
+  [ "$(ls culpert.wl_basic.*.pb.gz 2>/dev/null | wc -l)" -eq 1 ] ||
+    fail "profile not in the start-up directory after chdir: $(cat err)"
   ;;
 bad_env)
   CULPERT_SAMPLE_RATE=lots CULPERT_OUTPUT="$work/e.pb.gz" run_pre "$BIN/wl_basic" >out 2>err ||

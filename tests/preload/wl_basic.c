@@ -7,7 +7,8 @@
  *   handle_request/resize  3 objects, 4300 bytes (malloc+2 reallocs); 1 / 4000
  *   aligned                9 objects, 13456 bytes, all in use
  * It also checks errno preservation, alignment and zeroing itself, and
- * with "--snapshot PATH" writes a snapshot before exiting.
+ * with "--snapshot PATH" writes a snapshot before exiting; with
+ * "--chdir DIR" it changes directory before exiting.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -131,6 +132,8 @@ int main(int argc, char **argv)
            rc2 == 0 && len > 2 && buf[0] == 0x1f && buf[1] == 0x8b);
     free(buf);
   }
+  if (argc == 3 && strcmp(argv[1], "--chdir") == 0)
+    CHECK(chdir(argv[2]) == 0);
   printf("failures=%d\n", failures);
   return failures != 0;
 }
