@@ -12,6 +12,8 @@
  */
 #include "symbolize.h"
 
+#include "dwarf.h"
+
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -39,9 +41,7 @@ struct culpert__symtab {
   int full;  /* from .symtab */
   void *map; /* the file's bytes (names point here), NULL for memory */
   size_t maplen;
-  char **strings; /* source file names made by culpert__symtab_lines */
-  size_t nstrings;
-  size_t cap_strings;
+  struct culpert__pool pool; /* what culpert__symtab_lines results point to */
 };
 
 /* One loaded object. */
@@ -261,9 +261,7 @@ void culpert__symtab_free(struct culpert__symtab *t)
   free(t->syms);
   if (t->map)
     munmap(t->map, t->maplen);
-  for (size_t i = 0; i < t->nstrings; i++)
-    free(t->strings[i]);
-  free(t->strings);
+  culpert__pool_free(&t->pool);
   free(t);
 }
 
@@ -582,7 +580,7 @@ int culpert__symbolize_addr(struct culpert__symbolizer *s, uint64_t addr,
 }
 
 /* ---------------------------------------------------------------------- */
-/* DWARF .debug_line                                                       */
+/* DWARF sections                                                          */
 
 /* Largest decompressed debug section we accept. */
 #define SECTION_MAX (512u * 1024u * 1024u)
@@ -662,512 +660,54 @@ static int has_debug_line(const struct culpert__symtab *t)
   return sec.p != NULL && sec.len > 0;
 }
 
-/* A bounds-checked little-endian reader; errors are sticky. */
-struct rd {
-  const unsigned char *p;
-  const unsigned char *end;
-  int err;
-};
-
-static uint64_t rd_u(struct rd *r, size_t n)
+/* The source positions of `n` addresses of the file behind `t`. */
+static int symtab_resolve(struct culpert__symtab *t, const uint64_t *vaddrs, size_t n,
+                          struct culpert__srcpos *out)
 {
-  uint64_t v = 0;
-  if (r->err || (size_t)(r->end - r->p) < n) {
-    r->err = 1;
-    return 0;
-  }
+  static const char *const names[] = {".debug_info",     ".debug_abbrev", ".debug_line",
+                                      ".debug_line_str", ".debug_str",    ".debug_str_offsets",
+                                      ".debug_addr",     ".debug_ranges", ".debug_rnglists"};
+  struct section sec[sizeof names / sizeof names[0]];
+  struct culpert__dwarf d;
+  struct culpert__dwarf_section *dst[] = {&d.info,        &d.abbrev, &d.line,   &d.line_str, &d.str,
+                                          &d.str_offsets, &d.addr,   &d.ranges, &d.rnglists};
+  size_t nsec = sizeof names / sizeof names[0];
+  int rc = 0;
+
+  memset(sec, 0, sizeof sec);
   for (size_t i = 0; i < n; i++)
-    v |= (uint64_t)r->p[i] << (8 * i);
-  r->p += n;
-  return v;
-}
-
-static uint64_t rd_uleb(struct rd *r)
-{
-  uint64_t v = 0;
-  for (unsigned shift = 0; !r->err; shift += 7) {
-    if (r->p >= r->end) {
-      r->err = 1;
-      break;
-    }
-    unsigned char b = *r->p++;
-    if (shift < 64)
-      v |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80))
-      break;
-  }
-  return v;
-}
-
-static int64_t rd_sleb(struct rd *r)
-{
-  uint64_t v = 0;
-  unsigned shift = 0;
-  unsigned char b = 0;
-  do {
-    if (r->err || r->p >= r->end) {
-      r->err = 1;
-      return 0;
-    }
-    b = *r->p++;
-    if (shift < 64)
-      v |= (uint64_t)(b & 0x7f) << shift;
-    shift += 7;
-  } while (b & 0x80);
-  if (shift < 64 && (b & 0x40))
-    v |= ~(uint64_t)0 << shift;
-  return (int64_t)v;
-}
-
-static const char *rd_cstr(struct rd *r)
-{
-  if (r->err)
-    return NULL;
-  const unsigned char *nul = memchr(r->p, '\0', (size_t)(r->end - r->p));
-  if (!nul) {
-    r->err = 1;
-    return NULL;
-  }
-  const char *s = (const char *)r->p;
-  r->p = nul + 1;
-  return s;
-}
-
-static void rd_skip(struct rd *r, uint64_t n)
-{
-  if (r->err || (uint64_t)(r->end - r->p) < n) {
-    r->err = 1;
-    return;
-  }
-  r->p += n;
-}
-
-/* A NUL-terminated string at `off` in a string section, or NULL. */
-static const char *section_str(const struct section *sec, uint64_t off)
-{
-  if (!sec->p || off >= sec->len || !memchr(sec->p + off, '\0', sec->len - off))
-    return NULL;
-  return (const char *)sec->p + off;
-}
-
-/* One directory or file entry of a line program header. */
-struct lentry {
-  const char *name;
-  uint64_t dir;
-};
-
-/* Reads one attribute of a DWARF 5 entry format. Strings set *str, numbers
- * *num. Returns -1 for a form this reader does not know. */
-static int read_form(struct rd *r, uint64_t form, int offsize, const struct section *line_str,
-                     const struct section *str, const char **sv, uint64_t *nv)
-{
-  switch (form) {
-  case 0x08: /* DW_FORM_string */
-    *sv = rd_cstr(r);
+    out[i] = (struct culpert__srcpos){NULL, 0, 0, NULL, 0};
+  if (!t || !t->map)
     return 0;
-  case 0x1f: /* DW_FORM_line_strp */
-    *sv = section_str(line_str, rd_u(r, (size_t)offsize));
-    return 0;
-  case 0x0e: /* DW_FORM_strp */
-    *sv = section_str(str, rd_u(r, (size_t)offsize));
-    return 0;
-  case 0x0b: /* DW_FORM_data1 */
-  case 0x25: /* DW_FORM_strx1: no .debug_str_offsets here; skipped */
-    *nv = rd_u(r, 1);
-    return 0;
-  case 0x05: /* DW_FORM_data2 */
-  case 0x26: /* DW_FORM_strx2 */
-    *nv = rd_u(r, 2);
-    return 0;
-  case 0x27: /* DW_FORM_strx3 */
-    *nv = rd_u(r, 3);
-    return 0;
-  case 0x06: /* DW_FORM_data4 */
-  case 0x28: /* DW_FORM_strx4 */
-    *nv = rd_u(r, 4);
-    return 0;
-  case 0x07: /* DW_FORM_data8 */
-    *nv = rd_u(r, 8);
-    return 0;
-  case 0x1e: /* DW_FORM_data16 (MD5) */
-    rd_skip(r, 16);
-    return 0;
-  case 0x0f: /* DW_FORM_udata */
-  case 0x1a: /* DW_FORM_strx */
-    *nv = rd_uleb(r);
-    return 0;
-  case 0x09: /* DW_FORM_block */
-    rd_skip(r, rd_uleb(r));
-    return 0;
-  default:
-    return -1;
+  for (size_t i = 0; i < nsec && rc == 0; i++) {
+    rc = elf_section(t->map, t->maplen, names[i], &sec[i]);
+    dst[i]->p = sec[i].p;
+    dst[i]->len = sec[i].len;
   }
-}
-
-/* Reads a DWARF 5 directory or file table into a malloc'd array. */
-static struct lentry *read_entries_v5(struct rd *r, int offsize, const struct section *line_str,
-                                      const struct section *str, size_t *count)
-{
-  uint64_t formats[16][2];
-  unsigned nformats = (unsigned)rd_u(r, 1);
-  *count = 0;
-  if (nformats > 16) {
-    r->err = 1;
-    return NULL;
-  }
-  for (unsigned i = 0; i < nformats; i++) {
-    formats[i][0] = rd_uleb(r);
-    formats[i][1] = rd_uleb(r);
-  }
-  uint64_t n = rd_uleb(r);
-  /* Each entry takes at least one byte per format. */
-  if (r->err || n > (uint64_t)(r->end - r->p)) {
-    r->err = 1;
-    return NULL;
-  }
-  struct lentry *e = calloc(n ? n : 1, sizeof *e);
-  if (!e) {
-    r->err = 1;
-    return NULL;
-  }
-  for (uint64_t k = 0; k < n && !r->err; k++) {
-    for (unsigned i = 0; i < nformats; i++) {
-      const char *sv = NULL;
-      uint64_t nv = 0;
-      if (read_form(r, formats[i][1], offsize, line_str, str, &sv, &nv)) {
-        r->err = 1;
-        break;
-      }
-      if (formats[i][0] == 1) /* DW_LNCT_path */
-        e[k].name = sv;
-      else if (formats[i][0] == 2) /* DW_LNCT_directory_index */
-        e[k].dir = nv;
-    }
-  }
-  *count = (size_t)n;
-  return e;
-}
-
-/* Reads a DWARF 2-4 include_directories or file_names list. */
-static struct lentry *read_entries_v4(struct rd *r, int files, size_t *count)
-{
-  size_t n = 0, cap = 16;
-  struct lentry *e = malloc(cap * sizeof *e);
-  *count = 0;
-  if (!e) {
-    r->err = 1;
-    return NULL;
-  }
-  for (;;) {
-    const char *name = rd_cstr(r);
-    if (!name || !name[0])
-      break;
-    if (n == cap) {
-      struct lentry *g = realloc(e, cap * 2 * sizeof *e);
-      if (!g) {
-        r->err = 1;
-        break;
-      }
-      e = g;
-      cap *= 2;
-    }
-    e[n].name = name;
-    e[n].dir = 0;
-    if (files) {
-      e[n].dir = rd_uleb(r);
-      rd_uleb(r); /* mtime */
-      rd_uleb(r); /* length */
-    }
-    n++;
-  }
-  *count = n;
-  return e;
-}
-
-/* The addresses of one object being resolved, sorted by vaddr. */
-struct want {
-  uint64_t vaddr;
-  size_t index; /* into the caller's arrays */
-};
-
-struct lines_job {
-  struct culpert__symtab *t; /* owns the file names */
-  const struct want *want;
-  size_t nwant;
-  const char **files;
-  uint32_t *lines;
-  /* the current unit */
-  int version;
-  const struct lentry *dirs, *fnames;
-  size_t ndirs, nfnames;
-  char **cache; /* formatted path per file index, lazily */
-  /* where the last row's address fell in `want`, within one sequence */
-  size_t cursor;
-  uint64_t cursor_from;
-  int cursor_valid;
-};
-
-/* "dir/name" for file `idx` of the current unit, kept by the symbolizer. */
-static const char *unit_file(struct lines_job *j, uint64_t idx)
-{
-  if (j->version < 5) {
-    if (idx == 0)
-      return NULL;
-    idx--;
-  }
-  if (idx >= j->nfnames || !j->fnames[idx].name)
-    return NULL;
-  if (j->cache[idx])
-    return j->cache[idx];
-  const struct lentry *f = &j->fnames[idx];
-  uint64_t d = f->dir;
-  const char *dir = NULL;
-  if (j->version >= 5)
-    dir = d < j->ndirs ? j->dirs[d].name : NULL;
-  else
-    dir = d >= 1 && d - 1 < j->ndirs ? j->dirs[d - 1].name : NULL;
-  size_t len = strlen(f->name) + (dir ? strlen(dir) : 0) + 2;
-  char *path = malloc(len);
-  if (!path)
-    return NULL;
-  if (f->name[0] == '/' || !dir || !dir[0])
-    snprintf(path, len, "%s", f->name);
-  else
-    snprintf(path, len, "%s/%s", dir, f->name);
-  struct culpert__symtab *s = j->t;
-  if (s->nstrings == s->cap_strings) {
-    size_t cap = s->cap_strings ? s->cap_strings * 2 : 64;
-    char **g = realloc(s->strings, cap * sizeof *g);
-    if (!g) {
-      free(path);
-      return NULL;
-    }
-    s->strings = g;
-    s->cap_strings = cap;
-  }
-  s->strings[s->nstrings++] = path;
-  j->cache[idx] = path;
-  return path;
-}
-
-/* Rows [from, to) of a sequence share a file and line: give them to the
- * wanted addresses in that range that have none yet. */
-static void assign_range(struct lines_job *j, uint64_t from, uint64_t to, uint64_t file,
-                         uint64_t line)
-{
-  /* Most rows are nowhere near a wanted address. */
-  if (to <= j->want[0].vaddr || from > j->want[j->nwant - 1].vaddr)
-    return;
-  /* Rows of a sequence go up: walk on from the previous row's position,
-   * searching only at the start of a sequence (or if addresses go back). */
-  size_t lo;
-  if (j->cursor_valid && from >= j->cursor_from) {
-    lo = j->cursor;
-    while (lo < j->nwant && j->want[lo].vaddr < from)
-      lo++;
-  } else {
-    size_t hi = j->nwant;
-    lo = 0;
-    while (lo < hi) {
-      size_t mid = lo + (hi - lo) / 2;
-      if (j->want[mid].vaddr < from)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-  }
-  j->cursor = lo;
-  j->cursor_from = from;
-  j->cursor_valid = 1;
-  for (size_t i = lo; i < j->nwant && j->want[i].vaddr < to; i++) {
-    size_t k = j->want[i].index;
-    if (j->lines[k] || j->files[k])
-      continue;
-    j->files[k] = unit_file(j, file);
-    j->lines[k] = line > UINT32_MAX ? UINT32_MAX : (uint32_t)line;
-  }
-}
-
-/* Runs the line program of one unit. */
-static void run_program(struct lines_job *j, struct rd *r, unsigned min_inst, int line_base,
-                        unsigned line_range, unsigned opcode_base, const unsigned char *std_len)
-{
-  uint64_t addr = 0, file = 1, line = 1;
-  uint64_t prev_addr = 0, prev_file = 0, prev_line = 0;
-  int have_prev = 0;
-
-  /* Several rows at one address (views): the first one wins, which for a
-   * function's first instruction is the line of its definition. */
-#define ROW(end)                                                                                   \
-  do {                                                                                             \
-    if (have_prev && addr == prev_addr && !(end))                                                  \
-      break;                                                                                       \
-    if (have_prev && addr > prev_addr)                                                             \
-      assign_range(j, prev_addr, addr, prev_file, prev_line);                                      \
-    have_prev = !(end);                                                                            \
-    prev_addr = addr;                                                                              \
-    prev_file = file;                                                                              \
-    prev_line = line;                                                                              \
-  } while (0)
-
-  while (!r->err && r->p < r->end) {
-    unsigned op = *r->p++;
-    if (op >= opcode_base) {
-      unsigned adj = op - opcode_base;
-      addr += (uint64_t)(adj / line_range) * min_inst;
-      line += (uint64_t)(int64_t)(line_base + (int)(adj % line_range));
-      ROW(0);
-      continue;
-    }
-    switch (op) {
-    case 0: { /* extended */
-      uint64_t len = rd_uleb(r);
-      if (r->err || len == 0 || len > (uint64_t)(r->end - r->p)) {
-        r->err = 1;
-        break;
-      }
-      const unsigned char *next = r->p + len;
-      unsigned sub = *r->p++;
-      if (sub == 1) { /* DW_LNE_end_sequence */
-        ROW(1);
-        j->cursor_valid = 0;
-        addr = 0;
-        file = 1;
-        line = 1;
-      } else if (sub == 2 && len == 9) { /* DW_LNE_set_address */
-        addr = rd_u(r, 8);
-      }
-      r->p = next;
-      break;
-    }
-    case 1: /* DW_LNS_copy */
-      ROW(0);
-      break;
-    case 2: /* DW_LNS_advance_pc */
-      addr += rd_uleb(r) * min_inst;
-      break;
-    case 3: /* DW_LNS_advance_line */
-      line += (uint64_t)rd_sleb(r);
-      break;
-    case 4: /* DW_LNS_set_file */
-      file = rd_uleb(r);
-      break;
-    case 8: /* DW_LNS_const_add_pc */
-      addr += (uint64_t)((255 - opcode_base) / line_range) * min_inst;
-      break;
-    case 9: /* DW_LNS_fixed_advance_pc */
-      addr += rd_u(r, 2);
-      break;
-    default: /* known ones without effect here, and unknown ones */
-      for (unsigned k = 0; k < std_len[op - 1]; k++)
-        rd_uleb(r);
-    }
-  }
-#undef ROW
-}
-
-/* Resolves the wanted addresses of one object from its .debug_line. */
-static int object_lines(struct lines_job *j, struct culpert__symtab *t)
-{
-  struct section line, line_str, str;
-  int rc = elf_section(t->map, t->maplen, ".debug_line", &line);
-  if (rc || !line.p)
-    return rc;
-  rc = elf_section(t->map, t->maplen, ".debug_line_str", &line_str);
   if (rc == 0)
-    rc = elf_section(t->map, t->maplen, ".debug_str", &str);
-  else
-    memset(&str, 0, sizeof str);
-
-  struct rd all = {line.p, line.p + line.len, 0};
-  while (rc == 0 && all.p < all.end) {
-    int offsize = 4;
-    uint64_t unit_len = rd_u(&all, 4);
-    if (unit_len == 0xffffffff) {
-      offsize = 8;
-      unit_len = rd_u(&all, 8);
-    }
-    if (all.err || unit_len > (uint64_t)(all.end - all.p))
-      break;
-    struct rd r = {all.p, all.p + unit_len, 0};
-    all.p += unit_len;
-
-    j->version = (int)rd_u(&r, 2);
-    if (j->version < 2 || j->version > 5)
-      continue;
-    if (j->version >= 5) {
-      unsigned addr_size = (unsigned)rd_u(&r, 1);
-      rd_u(&r, 1); /* segment selector size */
-      if (addr_size != 8)
-        continue;
-    }
-    uint64_t header_len = rd_u(&r, (size_t)offsize);
-    if (r.err || header_len > (uint64_t)(r.end - r.p))
-      continue;
-    struct rd prog = {r.p + header_len, r.end, 0};
-    unsigned min_inst = (unsigned)rd_u(&r, 1);
-    if (j->version >= 4)
-      rd_u(&r, 1); /* maximum_operations_per_instruction: 1 on x86 */
-    rd_u(&r, 1);   /* default_is_stmt */
-    int line_base = (int)(int8_t)rd_u(&r, 1);
-    unsigned line_range = (unsigned)rd_u(&r, 1);
-    unsigned opcode_base = (unsigned)rd_u(&r, 1);
-    if (r.err || line_range == 0 || opcode_base == 0 || (size_t)(r.end - r.p) < opcode_base - 1)
-      continue;
-    const unsigned char *std_len = r.p;
-    r.p += opcode_base - 1;
-
-    struct lentry *dirs, *fnames;
-    if (j->version >= 5) {
-      dirs = read_entries_v5(&r, offsize, &line_str, &str, &j->ndirs);
-      fnames = read_entries_v5(&r, offsize, &line_str, &str, &j->nfnames);
-    } else {
-      dirs = read_entries_v4(&r, 0, &j->ndirs);
-      fnames = read_entries_v4(&r, 1, &j->nfnames);
-    }
-    j->cache = calloc(j->nfnames + 1, sizeof *j->cache);
-    if (!j->cache) {
-      rc = -ENOMEM;
-    } else if (!r.err && dirs && fnames) {
-      j->dirs = dirs;
-      j->fnames = fnames;
-      /* Units whose every file is unusable still give line numbers. */
-      unsigned char std_copy[256] = {0};
-      memcpy(std_copy, std_len, opcode_base - 1);
-      run_program(j, &prog, min_inst, line_base, line_range, opcode_base, std_copy);
-    }
-    free(j->cache);
-    j->cache = NULL;
-    free(dirs);
-    free(fnames);
-  }
-  free(line.owned);
-  free(line_str.owned);
-  free(str.owned);
+    rc = culpert__dwarf_resolve(&d, vaddrs, n, out, &t->pool);
+  for (size_t i = 0; i < nsec; i++)
+    free(sec[i].owned);
   return rc;
 }
 
-static int want_cmp(const void *a, const void *b)
-{
-  const struct want *x = a, *y = b;
-  return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
-}
-
 int culpert__symbolize_lines(struct culpert__symbolizer *s, const uint64_t *addrs, size_t n,
-                             const char **files, uint32_t *lines)
+                             struct culpert__srcpos *out)
 {
-  struct want *want = NULL;
+  uint64_t *vaddrs = NULL;
+  size_t *which = NULL;
+  struct culpert__srcpos *part = NULL;
   long *obj_of = NULL;
   int rc = 0;
-  for (size_t i = 0; i < n; i++) {
-    files[i] = NULL;
-    lines[i] = 0;
-  }
+  for (size_t i = 0; i < n; i++)
+    out[i] = (struct culpert__srcpos){NULL, 0, 0, NULL, 0};
   if (n == 0)
     return 0;
-  want = malloc(n * sizeof *want);
+  vaddrs = malloc(n * sizeof *vaddrs);
+  which = malloc(n * sizeof *which);
+  part = malloc(n * sizeof *part);
   obj_of = malloc(n * sizeof *obj_of);
-  if (!want || !obj_of) {
+  if (!vaddrs || !which || !part || !obj_of) {
     rc = -ENOMEM;
     goto out;
   }
@@ -1177,46 +717,33 @@ int culpert__symbolize_lines(struct culpert__symbolizer *s, const uint64_t *addr
   }
   for (size_t o = 0; o < s->nobjs && rc == 0; o++) {
     struct object *obj = &s->objs[o];
-    size_t nw = 0;
-    for (size_t i = 0; i < n; i++)
-      if (obj_of[i] == (long)o)
-        want[nw++] = (struct want){addrs[i] - obj->bias, i};
-    if (nw == 0)
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (obj_of[i] == (long)o) {
+        vaddrs[k] = addrs[i] - obj->bias;
+        which[k++] = i;
+      }
+    }
+    if (k == 0)
       continue;
     load_object(obj);
     if (!obj->dwarf)
       continue;
-    qsort(want, nw, sizeof *want, want_cmp);
-    struct lines_job j = {
-        .t = obj->dwarf, .want = want, .nwant = nw, .files = files, .lines = lines};
-    rc = object_lines(&j, obj->dwarf);
+    rc = symtab_resolve(obj->dwarf, vaddrs, k, part);
+    for (size_t i = 0; i < k; i++)
+      out[which[i]] = part[i];
   }
 
 out:
-  free(want);
+  free(vaddrs);
+  free(which);
+  free(part);
   free(obj_of);
   return rc;
 }
 
 int culpert__symtab_lines(struct culpert__symtab *t, const uint64_t *vaddrs, size_t n,
-                          const char **files, uint32_t *lines)
+                          struct culpert__srcpos *out)
 {
-  struct want *want = NULL;
-  int rc = 0;
-  for (size_t i = 0; i < n; i++) {
-    files[i] = NULL;
-    lines[i] = 0;
-  }
-  if (n == 0 || !t || !t->map)
-    return 0;
-  want = malloc(n * sizeof *want);
-  if (!want)
-    return -ENOMEM;
-  for (size_t i = 0; i < n; i++)
-    want[i] = (struct want){vaddrs[i], i};
-  qsort(want, n, sizeof *want, want_cmp);
-  struct lines_job j = {.t = t, .want = want, .nwant = n, .files = files, .lines = lines};
-  rc = object_lines(&j, t);
-  free(want);
-  return rc;
+  return symtab_resolve(t, vaddrs, n, out);
 }

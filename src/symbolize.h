@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dwarf.h"
+
 /* One executable segment of a loaded object, page aligned as the kernel
  * maps it (what /proc/self/maps shows). */
 struct culpert__smap {
@@ -69,16 +71,17 @@ int culpert__symbolize_addr(struct culpert__symbolizer *s, uint64_t addr,
                             struct culpert__symbol *out);
 
 /*
- * culpert__symbolize_lines: source file and line of each of `n` addresses
- * (instruction addresses, as for culpert__symbolize_addr), from the DWARF
- * .debug_line (versions 2 to 5, zlib-compressed sections included) of the
- * object or of its separate debug file. Reads each object's line program
- * once, whatever n. files[i] is NULL and lines[i] 0 when unknown; file
- * names stay valid until culpert__symbolize_close(). Returns 0 or -ENOMEM.
- * Malformed DWARF loses the lines of the unit at fault, never crashes.
+ * culpert__symbolize_lines: the source position of each of `n` addresses
+ * (instruction addresses, as for culpert__symbolize_addr): file and line
+ * from DWARF .debug_line, and the calls inlined there from .debug_info
+ * (DWARF 2 to 5, zlib-compressed sections included), read from the object
+ * or its separate debug file. Reads each object's DWARF once, whatever n.
+ * Unknown parts are NULL / 0. Results stay valid until
+ * culpert__symbolize_close(). Returns 0 or -ENOMEM; malformed DWARF loses
+ * answers of the unit at fault, never crashes.
  */
 int culpert__symbolize_lines(struct culpert__symbolizer *s, const uint64_t *addrs, size_t n,
-                             const char **files, uint32_t *lines);
+                             struct culpert__srcpos *out);
 
 /*
  * The function symbols (and line table) of one ELF file, addressed by the virtual addresses
@@ -97,7 +100,7 @@ size_t culpert__symtab_count(const struct culpert__symtab *t);
 /* File and line of each of `n` addresses of the file, as for
  * culpert__symbolize_lines; names stay valid until the table is freed. */
 int culpert__symtab_lines(struct culpert__symtab *t, const uint64_t *vaddrs, size_t n,
-                          const char **files, uint32_t *lines);
+                          struct culpert__srcpos *out);
 /* Whether the table came from a full .symtab (not only .dynsym). */
 int culpert__symtab_is_full(const struct culpert__symtab *t);
 void culpert__symtab_free(struct culpert__symtab *t);

@@ -250,14 +250,20 @@ struct path {
   int synthetic;
 };
 
+/* One Line of a location: a function id and a source line (0: unknown). */
+struct lineref {
+  uint32_t function;
+  uint32_t line;
+};
+
 struct location {
   uint64_t address;
-  long map;            /* mapping index, -1 when none */
-  int64_t name;        /* function name (string index) */
-  int64_t system_name; /* raw symbol (string index) */
-  uint64_t start;      /* address of the function's symbol, 0 when unknown */
-  uint32_t line;       /* source line, 0 when unknown */
-  uint32_t function;   /* function id */
+  long map;              /* mapping index, -1 when none */
+  int64_t name;          /* function name (string index) */
+  int64_t system_name;   /* raw symbol (string index) */
+  uint64_t start;        /* address of the function's symbol, 0 when unknown */
+  struct lineref *lines; /* innermost (inlined) first, the symbol's function last */
+  uint32_t nlines;
 };
 
 struct function {
@@ -295,6 +301,7 @@ struct ctx {
   unsigned char *map_has_functions;
   unsigned char *map_has_filenames;
   unsigned char *map_has_lines;
+  unsigned char *map_has_inline;
   int64_t k_span_name, k_span_id, k_span_parent_id;
 };
 
@@ -404,16 +411,102 @@ static int name_location(struct ctx *c, struct location *loc)
   return loc->name < 0 || loc->system_name < 0 ? -ENOMEM : 0;
 }
 
-/* Names every location, finds file and line numbers (one pass over each
- * object's DWARF line table), and groups locations into functions: one
- * per (symbol, file). A function's file is the file of its first
- * instruction; a location's line is its own when it is in that file. */
+/* Function id of (name, system name, file), created on first use. */
+static int64_t function_id(struct ctx *c, int64_t name, int64_t system_name, int64_t filename,
+                           int64_t start_line)
+{
+  int found;
+  uint64_t key = ((uint64_t)system_name << 32) | (uint64_t)filename;
+  int64_t idx = u64map_put(&c->func_index, key, (uint32_t)c->nfuncs, &found);
+  if (idx < 0)
+    return -ENOMEM;
+  if (!found) {
+    if (grow((void **)&c->funcs, &c->cap_funcs, c->nfuncs, sizeof *c->funcs))
+      return -ENOMEM;
+    c->funcs[c->nfuncs++] = (struct function){name, system_name, filename, start_line};
+  }
+  return idx + 1;
+}
+
+/* String indices of an inlined function's display and raw names. */
+static int inline_names(struct ctx *c, const char *raw, int64_t *name, int64_t *system_name)
+{
+  if (!raw)
+    raw = "[inlined]";
+  char *pretty = culpert__demangle(raw);
+  *system_name = strtab_intern(&c->strs, raw);
+  *name = pretty ? strtab_intern(&c->strs, pretty) : *system_name;
+  free(pretty);
+  return *name < 0 || *system_name < 0 ? -ENOMEM : 0;
+}
+
+static int same_file(const char *a, const char *b)
+{
+  return a && b && strcmp(a, b) == 0;
+}
+
+/* The Lines of one location from its source position `pos` and that of
+ * its function's first instruction, `start`. Inlined calls become one Line
+ * each, innermost first, each with the line it is at; the symbol's own
+ * function comes last, with the line of the outermost call. A function's
+ * file is where its code is; the symbol's function takes the file of its
+ * first instruction. A line that lies in another file than its function's
+ * is left out rather than shown against the wrong file. */
+static int location_lines(struct ctx *c, struct location *loc, const struct culpert__srcpos *pos,
+                          const struct culpert__srcpos *start)
+{
+  const char *outer_file = start->ninl ? start->inl[0].call_file : start->file;
+  uint32_t outer_start = start->ninl ? 0 : start->first_line ? start->first_line : start->line;
+  if (!outer_file)
+    outer_file = pos->ninl ? pos->inl[0].call_file : pos->file;
+  loc->lines = calloc((size_t)pos->ninl + 1, sizeof *loc->lines);
+  if (!loc->lines)
+    return -ENOMEM;
+
+  /* Inlined calls, innermost first. Call k's code is at the call site of
+   * call k + 1 (or at pos itself for the innermost). */
+  for (uint32_t k = pos->ninl; k-- > 0;) {
+    const char *file = k + 1 == pos->ninl ? pos->file : pos->inl[k + 1].call_file;
+    uint32_t line = k + 1 == pos->ninl ? pos->line : pos->inl[k + 1].call_line;
+    int64_t name, system_name;
+    if (inline_names(c, pos->inl[k].name, &name, &system_name))
+      return -ENOMEM;
+    int64_t filename = file ? strtab_intern(&c->strs, file) : 0;
+    if (filename < 0)
+      return -ENOMEM;
+    int64_t id = function_id(c, name, system_name, filename, 0);
+    if (id < 0)
+      return -ENOMEM;
+    loc->lines[loc->nlines++] = (struct lineref){(uint32_t)id, line};
+  }
+
+  const char *at_file = pos->ninl ? pos->inl[0].call_file : pos->file;
+  uint32_t at_line = pos->ninl ? pos->inl[0].call_line : pos->line;
+  int64_t filename = outer_file ? strtab_intern(&c->strs, outer_file) : 0;
+  if (filename < 0)
+    return -ENOMEM;
+  int64_t id = function_id(c, loc->name, loc->system_name, filename, loc->start ? outer_start : 0);
+  if (id < 0)
+    return -ENOMEM;
+  loc->lines[loc->nlines++] =
+      (struct lineref){(uint32_t)id, same_file(at_file, outer_file) ? at_line : 0};
+
+  if (loc->map >= 0) {
+    c->map_has_filenames[loc->map] |= outer_file != NULL;
+    for (uint32_t k = 0; k < loc->nlines; k++)
+      c->map_has_lines[loc->map] |= loc->lines[k].line != 0;
+    c->map_has_inline[loc->map] |= pos->ninl != 0;
+  }
+  return 0;
+}
+
+/* Names every location, finds its source position (one pass over each
+ * object's DWARF, whatever the number of locations) and its Lines. */
 static int resolve_locations(struct ctx *c)
 {
   size_t n = c->nlocs;
   uint64_t *addrs = NULL;
-  const char **files = NULL;
-  uint32_t *lines = NULL;
+  struct culpert__srcpos *pos = NULL;
   int rc = 0;
 
   for (size_t i = 0; i < n; i++) {
@@ -422,9 +515,8 @@ static int resolve_locations(struct ctx *c)
       goto out;
   }
   addrs = calloc(2 * n + 1, sizeof *addrs);
-  files = malloc((2 * n + 1) * sizeof *files);
-  lines = malloc((2 * n + 1) * sizeof *lines);
-  if (!addrs || !files || !lines) {
+  pos = calloc(2 * n + 1, sizeof *pos);
+  if (!addrs || !pos) {
     rc = -ENOMEM;
     goto out;
   }
@@ -432,49 +524,13 @@ static int resolve_locations(struct ctx *c)
     addrs[i] = c->locs[i].address;
     addrs[n + i] = c->locs[i].start ? c->locs[i].start : c->locs[i].address;
   }
-  rc = culpert__symbolize_lines(c->sym, addrs, 2 * n, files, lines);
-  if (rc)
-    goto out;
-
-  for (size_t i = 0; i < n; i++) {
-    struct location *loc = &c->locs[i];
-    const char *file = files[n + i] ? files[n + i] : files[i];
-    int64_t filename = file ? strtab_intern(&c->strs, file) : 0;
-    if (filename < 0) {
-      rc = -ENOMEM;
-      goto out;
-    }
-    /* Without inline expansion, a line in another file (code inlined from
-     * a header) would be shown as a line of the function's own file:
-     * better no line than a wrong one. */
-    if (files[i] && file && strcmp(files[i], file) == 0)
-      loc->line = lines[i];
-    if (loc->map >= 0) {
-      c->map_has_filenames[loc->map] |= file != NULL;
-      c->map_has_lines[loc->map] |= loc->line != 0;
-    }
-    int found;
-    uint64_t key = ((uint64_t)loc->system_name << 32) | (uint64_t)filename;
-    int64_t idx = u64map_put(&c->func_index, key, (uint32_t)c->nfuncs, &found);
-    if (idx < 0) {
-      rc = -ENOMEM;
-      goto out;
-    }
-    if (!found) {
-      if (grow((void **)&c->funcs, &c->cap_funcs, c->nfuncs, sizeof *c->funcs)) {
-        rc = -ENOMEM;
-        goto out;
-      }
-      c->funcs[c->nfuncs++] =
-          (struct function){loc->name, loc->system_name, filename, loc->start ? lines[n + i] : 0};
-    }
-    loc->function = (uint32_t)idx + 1;
-  }
+  rc = culpert__symbolize_lines(c->sym, addrs, 2 * n, pos);
+  for (size_t i = 0; i < n && rc == 0; i++)
+    rc = location_lines(c, &c->locs[i], &pos[i], &pos[n + i]);
 
 out:
   free(addrs);
-  free(files);
-  free(lines);
+  free(pos);
   return rc;
 }
 
@@ -690,7 +746,8 @@ int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **ou
   c.map_has_functions = calloc(nmaps + 1, 1);
   c.map_has_filenames = calloc(nmaps + 1, 1);
   c.map_has_lines = calloc(nmaps + 1, 1);
-  if (!c.map_has_functions || !c.map_has_filenames || !c.map_has_lines) {
+  c.map_has_inline = calloc(nmaps + 1, 1);
+  if (!c.map_has_functions || !c.map_has_filenames || !c.map_has_lines || !c.map_has_inline) {
     rc = -ENOMEM;
     goto out;
   }
@@ -752,7 +809,7 @@ int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **ou
     culpert__pbenc_bool(&b, MAPPING_HAS_FUNCTIONS, c.map_has_functions[i]);
     culpert__pbenc_bool(&b, MAPPING_HAS_FILENAMES, c.map_has_filenames[i]);
     culpert__pbenc_bool(&b, MAPPING_HAS_LINE_NUMBERS, c.map_has_lines[i]);
-    culpert__pbenc_bool(&b, MAPPING_HAS_INLINE_FRAMES, 0);
+    culpert__pbenc_bool(&b, MAPPING_HAS_INLINE_FRAMES, c.map_has_inline[i]);
     culpert__pbenc_end(&b, mark);
   }
 
@@ -763,11 +820,13 @@ int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **ou
     if (l->map >= 0)
       culpert__pbenc_uint64(&b, LOCATION_MAPPING_ID, (uint64_t)l->map + 1);
     culpert__pbenc_uint64(&b, LOCATION_ADDRESS, l->address);
-    size_t lmark = culpert__pbenc_begin(&b, LOCATION_LINE);
-    culpert__pbenc_uint64(&b, LINE_FUNCTION_ID, l->function);
-    if (l->line)
-      culpert__pbenc_int64(&b, LINE_LINE, l->line);
-    culpert__pbenc_end(&b, lmark);
+    for (uint32_t k = 0; k < l->nlines; k++) {
+      size_t lmark = culpert__pbenc_begin(&b, LOCATION_LINE);
+      culpert__pbenc_uint64(&b, LINE_FUNCTION_ID, l->lines[k].function);
+      if (l->lines[k].line)
+        culpert__pbenc_int64(&b, LINE_LINE, l->lines[k].line);
+      culpert__pbenc_end(&b, lmark);
+    }
     culpert__pbenc_end(&b, mark);
   }
 
@@ -818,11 +877,14 @@ out:
   free(c.node_path);
   free(c.chain);
   free(c.paths);
+  for (size_t i = 0; i < c.nlocs; i++)
+    free(c.locs[i].lines);
   free(c.locs);
   free(c.funcs);
   free(c.map_has_functions);
   free(c.map_has_filenames);
   free(c.map_has_lines);
+  free(c.map_has_inline);
   u64map_free(&c.path_index);
   u64map_free(&c.loc_index);
   u64map_free(&c.func_index);

@@ -187,18 +187,19 @@ static void test_symbolize_lines_dwarf5(void **state)
   assert_int_equal(culpert__symbolize_open(&s), 0);
   uint64_t addrs[3] = {(uint64_t)(uintptr_t)symbolize_fixture_static, 0x10,
                        (uint64_t)(uintptr_t)symbolize_fixture_static};
-  const char *files[3];
-  uint32_t lines[3];
-  assert_int_equal(culpert__symbolize_lines(s, addrs, 3, files, lines), 0);
-  assert_non_null(files[0]);
-  if (!ends_with(files[0], "tests/writer/test_symbolize.c"))
-    fail_msg("file %s", files[0]);
+  struct culpert__srcpos pos[3];
+  assert_int_equal(culpert__symbolize_lines(s, addrs, 3, pos), 0);
+  assert_non_null(pos[0].file);
+  if (!ends_with(pos[0].file, "tests/writer/test_symbolize.c"))
+    fail_msg("file %s", pos[0].file);
   /* gcc puts a function's first row on its signature or its brace. */
-  assert_in_range(lines[0], FIXTURE_STATIC_LINE, FIXTURE_STATIC_LINE + 1);
-  assert_null(files[1]); /* in no mapping */
-  assert_int_equal(lines[1], 0);
-  assert_string_equal(files[2], files[0]);
-  assert_int_equal(culpert__symbolize_lines(s, NULL, 0, NULL, NULL), 0);
+  assert_in_range(pos[0].first_line, FIXTURE_STATIC_LINE, FIXTURE_STATIC_LINE + 1);
+  assert_in_range(pos[0].line, FIXTURE_STATIC_LINE, FIXTURE_STATIC_LINE + 3);
+  assert_int_equal(pos[0].ninl, 0);
+  assert_null(pos[1].file); /* in no mapping */
+  assert_int_equal(pos[1].line, 0);
+  assert_string_equal(pos[2].file, pos[0].file);
+  assert_int_equal(culpert__symbolize_lines(s, NULL, 0, NULL), 0);
   culpert__symbolize_close(s);
 }
 
@@ -225,13 +226,36 @@ static void test_symbolize_dlopen_dwarf4_then_dlclose(void **state)
   assert_int_equal(culpert__symbolize_addr(s, addr + 1, &sym), 0);
   assert_string_equal(sym.name, "fixture_dwarf4_work");
   assert_int_equal(sym.start, addr);
-  const char *file;
-  uint32_t l;
-  assert_int_equal(culpert__symbolize_lines(s, &addr, 1, &file, &l), 0);
-  assert_non_null(file);
-  if (!ends_with(file, "tests/writer/fixture_dwarf4.c"))
-    fail_msg("file %s", file);
-  assert_in_range(l, *line, *line + 1);
+  struct culpert__srcpos pos;
+  assert_int_equal(culpert__symbolize_lines(s, &addr, 1, &pos), 0);
+  assert_non_null(pos.file);
+  if (!ends_with(pos.file, "tests/writer/fixture_dwarf4.c"))
+    fail_msg("file %s", pos.file);
+  assert_in_range(pos.first_line, *line, *line + 1);
+  assert_in_range(pos.line, *line, *line + 3);
+
+  /* A return address inside code inlined from fixture_inline_helper. */
+  void (*outer)(void);
+  void *outer_addr = dlsym(h, "fixture_inline_outer");
+  const uintptr_t *ret = dlsym(h, "fixture_return");
+  const int *helper_line = dlsym(h, "fixture_helper_call_line");
+  const int *outer_line = dlsym(h, "fixture_outer_call_line");
+  assert_non_null(outer_addr);
+  assert_non_null(ret);
+  assert_non_null(helper_line);
+  assert_non_null(outer_line);
+  memcpy(&outer, &outer_addr, sizeof outer);
+  outer();
+  uint64_t in_helper = (uint64_t)*ret - 1;
+  assert_int_equal(culpert__symbolize_addr(s, in_helper, &sym), 0);
+  assert_string_equal(sym.name, "fixture_inline_outer");
+  assert_int_equal(culpert__symbolize_lines(s, &in_helper, 1, &pos), 0);
+  assert_int_equal(pos.line, *helper_line);
+  assert_int_equal(pos.ninl, 1);
+  assert_string_equal(pos.inl[0].name, "fixture_inline_helper");
+  assert_int_equal(pos.inl[0].call_line, *outer_line);
+  assert_non_null(pos.inl[0].call_file);
+  assert_true(ends_with(pos.inl[0].call_file, "tests/writer/fixture_dwarf4.c"));
   culpert__symbolize_close(s);
 
   assert_int_equal(dlclose(h), 0);
@@ -242,8 +266,8 @@ static void test_symbolize_dlopen_dwarf4_then_dlclose(void **state)
     skip();
   }
   assert_int_equal(culpert__symbolize_addr(s, addr, &sym), -ENOENT);
-  assert_int_equal(culpert__symbolize_lines(s, &addr, 1, &file, &l), 0);
-  assert_null(file);
+  assert_int_equal(culpert__symbolize_lines(s, &addr, 1, &pos), 0);
+  assert_null(pos.file);
   culpert__symbolize_close(s);
 }
 
@@ -436,16 +460,18 @@ static size_t lines_of_bytes(const unsigned char *bytes, size_t len, const uint6
   assert_int_equal(write(fd, bytes, len), (ssize_t)len);
   close(fd);
   struct culpert__symtab *t = NULL;
-  const char *files[64];
-  uint32_t lines[64];
+  struct culpert__srcpos pos[64];
   size_t found = 0;
   assert_true(n <= 64);
   if (culpert__symtab_load(path, &t) == 0) {
-    assert_int_equal(culpert__symtab_lines(t, vaddrs, n, files, lines), 0);
+    assert_int_equal(culpert__symtab_lines(t, vaddrs, n, pos), 0);
     for (size_t i = 0; i < n; i++) {
-      if (files[i])
-        assert_true(strlen(files[i]) < 4096);
-      found += lines[i] != 0;
+      if (pos[i].file)
+        assert_true(strlen(pos[i].file) < 4096);
+      for (uint32_t k = 0; k < pos[i].ninl; k++)
+        if (pos[i].inl[k].name)
+          assert_true(strlen(pos[i].inl[k].name) < 65536);
+      found += pos[i].line != 0;
     }
   }
   culpert__symtab_free(t);

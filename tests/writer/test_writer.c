@@ -63,12 +63,39 @@ __attribute__((noinline)) static void writer_fixture_root(void)
     sink -= (unsigned)i * 5 + sink;
 }
 
-/* Group setup: runs the fixture chain once so the return addresses are set. */
+/* An inlined call at a known line: writer_fixture_inlined() calls the
+ * helper, which gcc inlines (always_inline beats -fno-inline), and the
+ * helper calls leaf, recording a return address inside the inlined code. */
+static uintptr_t return_into_helper;
+static int helper_call_line, inlined_call_line;
+
+__attribute__((noinline)) static void writer_fixture_record(void)
+{
+  return_into_helper = (uintptr_t)__builtin_return_address(0);
+  sink++;
+}
+
+static inline __attribute__((always_inline)) void writer_fixture_helper(void)
+{
+  helper_call_line = __LINE__ + 1;
+  writer_fixture_record();
+  sink++;
+}
+
+__attribute__((noinline)) static void writer_fixture_inlined(void)
+{
+  inlined_call_line = __LINE__ + 1;
+  writer_fixture_helper();
+  sink++;
+}
+
+/* Group setup: runs the fixture chains once so the return addresses are set. */
 static int record_return_addresses(void **state)
 {
   (void)state;
   writer_fixture_root();
-  return return_into_middle && return_into_root ? 0 : -1;
+  writer_fixture_inlined();
+  return return_into_middle && return_into_root && return_into_helper ? 0 : -1;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -494,6 +521,30 @@ static void test_writer_file_and_line(void **state)
   perftools__profiles__profile__free_unpacked(pr, NULL);
 }
 
+/* An inlined call is one more Line of the location, innermost first, each
+ * with its own function, file and line; the mapping says it has inline
+ * frames. */
+static void test_writer_inline_frames(void **state)
+{
+  (void)state;
+  uintptr_t ips[2] = {(uintptr_t)writer_fixture_record, return_into_helper};
+  struct culpert__wsample s = {ips, 2, 0, 1, 1, 1, 1, 1};
+  struct culpert__wprofile p = {.samples = &s, .nsamples = 1};
+  Profile *pr = encode_decode(&p);
+  const Perftools__Profiles__Location *l = location(pr, pr->sample[0]->location_id[1]);
+  assert_int_equal(l->n_line, 2);
+  const Perftools__Profiles__Function *inner = function(pr, l->line[0]->function_id);
+  const Perftools__Profiles__Function *outer = function(pr, l->line[1]->function_id);
+  assert_string_equal(str(pr, inner->name), "writer_fixture_helper");
+  assert_string_equal(str(pr, outer->name), "writer_fixture_inlined");
+  assert_int_equal(l->line[0]->line, helper_call_line);
+  assert_int_equal(l->line[1]->line, inlined_call_line);
+  assert_true(ends_with(str(pr, inner->filename), "tests/writer/test_writer.c"));
+  assert_true(ends_with(str(pr, outer->filename), "tests/writer/test_writer.c"));
+  assert_true(mapping(pr, l->mapping_id)->has_inline_frames);
+  perftools__profiles__profile__free_unpacked(pr, NULL);
+}
+
 /* Code unloaded with dlclose before the snapshot: its frames are in no
  * mapping and get an "[unknown]" function; the rest of the stack keeps
  * its names. */
@@ -688,6 +739,7 @@ int main(void)
       cmocka_unit_test(test_writer_unknown_address),
       cmocka_unit_test(test_writer_shared_library_names),
       cmocka_unit_test(test_writer_file_and_line),
+      cmocka_unit_test(test_writer_inline_frames),
       cmocka_unit_test(test_writer_dlclosed_code),
       cmocka_unit_test(test_writer_repeatable),
       cmocka_unit_test(test_writer_empty_profile),

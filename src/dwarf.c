@@ -1,0 +1,1409 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * dwarf.c: file, line and inlined calls of code addresses from DWARF.
+ *
+ * Runs in the profile writer (never inside malloc). All input is untrusted
+ * bytes from files on disk: every read goes through a bounds-checked
+ * reader, lengths are checked before anything is allocated from them,
+ * recursion (DW_FORM_indirect, abstract origin chains) is capped, and a
+ * malformed unit is skipped without affecting the others.
+ */
+#include "dwarf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------- */
+/* Pool                                                                    */
+
+/* Takes ownership of `item`; NULL (and `item` freed) when out of memory. */
+static void *pool_keep(struct culpert__pool *p, void *item)
+{
+  if (!item)
+    return NULL;
+  if (p->n == p->cap) {
+    size_t cap = p->cap ? p->cap * 2 : 64;
+    void **g = realloc(p->items, cap * sizeof *g);
+    if (!g) {
+      free(item);
+      return NULL;
+    }
+    p->items = g;
+    p->cap = cap;
+  }
+  p->items[p->n++] = item;
+  return item;
+}
+
+static const char *pool_strdup(struct culpert__pool *p, const char *s)
+{
+  return s ? pool_keep(p, strdup(s)) : NULL;
+}
+
+void culpert__pool_free(struct culpert__pool *p)
+{
+  for (size_t i = 0; i < p->n; i++)
+    free(p->items[i]);
+  free(p->items);
+  p->items = NULL;
+  p->n = p->cap = 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Bounds-checked reader; errors are sticky                                */
+
+struct rd {
+  const unsigned char *p;
+  const unsigned char *end;
+  int err;
+};
+
+static uint64_t rd_u(struct rd *r, size_t n)
+{
+  uint64_t v = 0;
+  if (r->err || n > 8 || (size_t)(r->end - r->p) < n) {
+    r->err = 1;
+    return 0;
+  }
+  for (size_t i = 0; i < n; i++)
+    v |= (uint64_t)r->p[i] << (8 * i);
+  r->p += n;
+  return v;
+}
+
+static uint64_t rd_uleb(struct rd *r)
+{
+  uint64_t v = 0;
+  for (unsigned shift = 0; !r->err; shift += 7) {
+    if (r->p >= r->end) {
+      r->err = 1;
+      break;
+    }
+    unsigned char b = *r->p++;
+    if (shift < 64)
+      v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80))
+      break;
+  }
+  return v;
+}
+
+static int64_t rd_sleb(struct rd *r)
+{
+  uint64_t v = 0;
+  unsigned shift = 0;
+  unsigned char b = 0;
+  do {
+    if (r->err || r->p >= r->end) {
+      r->err = 1;
+      return 0;
+    }
+    b = *r->p++;
+    if (shift < 64)
+      v |= (uint64_t)(b & 0x7f) << shift;
+    shift += 7;
+  } while (b & 0x80);
+  if (shift < 64 && (b & 0x40))
+    v |= ~(uint64_t)0 << shift;
+  return (int64_t)v;
+}
+
+static const char *rd_cstr(struct rd *r)
+{
+  if (r->err)
+    return NULL;
+  const unsigned char *nul = memchr(r->p, '\0', (size_t)(r->end - r->p));
+  if (!nul) {
+    r->err = 1;
+    return NULL;
+  }
+  const char *s = (const char *)r->p;
+  r->p = nul + 1;
+  return s;
+}
+
+static void rd_skip(struct rd *r, uint64_t n)
+{
+  if (r->err || (uint64_t)(r->end - r->p) < n) {
+    r->err = 1;
+    return;
+  }
+  r->p += n;
+}
+
+/* A reader over [off, end of section). */
+static struct rd rd_at(const struct culpert__dwarf_section *sec, uint64_t off)
+{
+  struct rd r = {NULL, NULL, 1};
+  if (sec->p && off <= sec->len) {
+    r.p = sec->p + off;
+    r.end = sec->p + sec->len;
+    r.err = 0;
+  }
+  return r;
+}
+
+/* A NUL-terminated string at `off` in a string section, or NULL. */
+static const char *section_str(const struct culpert__dwarf_section *sec, uint64_t off)
+{
+  if (!sec->p || off >= sec->len || !memchr(sec->p + off, '\0', sec->len - off))
+    return NULL;
+  return (const char *)sec->p + off;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Wanted addresses                                                        */
+
+struct want {
+  uint64_t vaddr;
+  size_t index; /* into the caller's arrays */
+};
+
+static int want_cmp(const void *a, const void *b)
+{
+  const struct want *x = a, *y = b;
+  return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
+}
+
+/* First wanted address >= v. */
+static size_t lower_bound(const struct want *w, size_t n, uint64_t v)
+{
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (w[mid].vaddr < v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Line program headers                                                    */
+
+struct lentry {
+  const char *name;
+  uint64_t dir;
+};
+
+struct lhdr {
+  int version;
+  unsigned min_inst;
+  int line_base;
+  unsigned line_range;
+  unsigned opcode_base;
+  unsigned char std_len[256];
+  struct lentry *dirs, *files;
+  size_t ndirs, nfiles;
+  const char **cache; /* formatted path per file index (pool strings) */
+  struct rd prog;     /* the line number program */
+};
+
+/* Reads one attribute of a DWARF 5 entry format. */
+static int entry_form(struct rd *r, uint64_t form, int offsize, const struct culpert__dwarf *d,
+                      const char **sv, uint64_t *nv)
+{
+  switch (form) {
+  case 0x08: /* DW_FORM_string */
+    *sv = rd_cstr(r);
+    return 0;
+  case 0x1f: /* DW_FORM_line_strp */
+    *sv = section_str(&d->line_str, rd_u(r, (size_t)offsize));
+    return 0;
+  case 0x0e: /* DW_FORM_strp */
+    *sv = section_str(&d->str, rd_u(r, (size_t)offsize));
+    return 0;
+  case 0x0b: /* DW_FORM_data1 */
+  case 0x25: /* DW_FORM_strx1 (no string offsets base here: no name) */
+    *nv = rd_u(r, 1);
+    return 0;
+  case 0x05: /* DW_FORM_data2 */
+  case 0x26: /* DW_FORM_strx2 */
+    *nv = rd_u(r, 2);
+    return 0;
+  case 0x27: /* DW_FORM_strx3 */
+    *nv = rd_u(r, 3);
+    return 0;
+  case 0x06: /* DW_FORM_data4 */
+  case 0x28: /* DW_FORM_strx4 */
+    *nv = rd_u(r, 4);
+    return 0;
+  case 0x07: /* DW_FORM_data8 */
+    *nv = rd_u(r, 8);
+    return 0;
+  case 0x1e: /* DW_FORM_data16 (MD5) */
+    rd_skip(r, 16);
+    return 0;
+  case 0x0f: /* DW_FORM_udata */
+  case 0x1a: /* DW_FORM_strx */
+    *nv = rd_uleb(r);
+    return 0;
+  case 0x09: /* DW_FORM_block */
+    rd_skip(r, rd_uleb(r));
+    return 0;
+  default:
+    return -1;
+  }
+}
+
+/* A DWARF 5 directory or file table. */
+static struct lentry *entries_v5(struct rd *r, int offsize, const struct culpert__dwarf *d,
+                                 size_t *count)
+{
+  uint64_t formats[16][2];
+  unsigned nformats = (unsigned)rd_u(r, 1);
+  *count = 0;
+  if (nformats > 16) {
+    r->err = 1;
+    return NULL;
+  }
+  for (unsigned i = 0; i < nformats; i++) {
+    formats[i][0] = rd_uleb(r);
+    formats[i][1] = rd_uleb(r);
+  }
+  uint64_t n = rd_uleb(r);
+  /* Every entry takes at least one byte per format. */
+  if (r->err || n > (uint64_t)(r->end - r->p)) {
+    r->err = 1;
+    return NULL;
+  }
+  struct lentry *e = calloc(n ? n : 1, sizeof *e);
+  if (!e) {
+    r->err = 1;
+    return NULL;
+  }
+  for (uint64_t k = 0; k < n && !r->err; k++) {
+    for (unsigned i = 0; i < nformats; i++) {
+      const char *sv = NULL;
+      uint64_t nv = 0;
+      if (entry_form(r, formats[i][1], offsize, d, &sv, &nv)) {
+        r->err = 1;
+        break;
+      }
+      if (formats[i][0] == 1) /* DW_LNCT_path */
+        e[k].name = sv;
+      else if (formats[i][0] == 2) /* DW_LNCT_directory_index */
+        e[k].dir = nv;
+    }
+  }
+  *count = (size_t)n;
+  return e;
+}
+
+/* A DWARF 2-4 include_directories or file_names list. */
+static struct lentry *entries_v4(struct rd *r, int files, size_t *count)
+{
+  size_t n = 0, cap = 16;
+  struct lentry *e = malloc(cap * sizeof *e);
+  *count = 0;
+  if (!e) {
+    r->err = 1;
+    return NULL;
+  }
+  for (;;) {
+    const char *name = rd_cstr(r);
+    if (!name || !name[0])
+      break;
+    if (n == cap) {
+      struct lentry *g = realloc(e, cap * 2 * sizeof *e);
+      if (!g) {
+        r->err = 1;
+        break;
+      }
+      e = g;
+      cap *= 2;
+    }
+    e[n].name = name;
+    e[n].dir = 0;
+    if (files) {
+      e[n].dir = rd_uleb(r);
+      rd_uleb(r); /* mtime */
+      rd_uleb(r); /* length */
+    }
+    n++;
+  }
+  *count = n;
+  return e;
+}
+
+static void lhdr_free(struct lhdr *h)
+{
+  free(h->dirs);
+  free(h->files);
+  free(h->cache);
+  h->dirs = h->files = NULL;
+  h->cache = NULL;
+}
+
+/* Reads the line program header at `off` of .debug_line. *next is set to
+ * the following unit whenever the unit length could be read. Returns 0,
+ * -1 for an unusable unit, or -ENOMEM. */
+static int lhdr_read(const struct culpert__dwarf *d, uint64_t off, struct lhdr *h, uint64_t *next)
+{
+  memset(h, 0, sizeof *h);
+  struct rd all = rd_at(&d->line, off);
+  int offsize = 4;
+  uint64_t len = rd_u(&all, 4);
+  if (len == 0xffffffff) {
+    offsize = 8;
+    len = rd_u(&all, 8);
+  }
+  if (all.err || len > (uint64_t)(all.end - all.p))
+    return -1;
+  *next = (uint64_t)(all.p - d->line.p) + len;
+  struct rd r = {all.p, all.p + len, 0};
+
+  h->version = (int)rd_u(&r, 2);
+  if (h->version < 2 || h->version > 5)
+    return -1;
+  if (h->version >= 5) {
+    unsigned addr_size = (unsigned)rd_u(&r, 1);
+    rd_u(&r, 1); /* segment selector size */
+    if (addr_size != 8)
+      return -1;
+  }
+  uint64_t header_len = rd_u(&r, (size_t)offsize);
+  if (r.err || header_len > (uint64_t)(r.end - r.p))
+    return -1;
+  h->prog = (struct rd){r.p + header_len, r.end, 0};
+  h->min_inst = (unsigned)rd_u(&r, 1);
+  if (h->version >= 4)
+    rd_u(&r, 1); /* maximum_operations_per_instruction: 1 on x86 */
+  rd_u(&r, 1);   /* default_is_stmt */
+  h->line_base = (int)(int8_t)rd_u(&r, 1);
+  h->line_range = (unsigned)rd_u(&r, 1);
+  h->opcode_base = (unsigned)rd_u(&r, 1);
+  if (r.err || h->line_range == 0 || h->opcode_base == 0 ||
+      (size_t)(r.end - r.p) < h->opcode_base - 1)
+    return -1;
+  memcpy(h->std_len, r.p, h->opcode_base - 1);
+  r.p += h->opcode_base - 1;
+
+  if (h->version >= 5) {
+    h->dirs = entries_v5(&r, offsize, d, &h->ndirs);
+    h->files = entries_v5(&r, offsize, d, &h->nfiles);
+  } else {
+    h->dirs = entries_v4(&r, 0, &h->ndirs);
+    h->files = entries_v4(&r, 1, &h->nfiles);
+  }
+  h->cache = calloc(h->nfiles + 1, sizeof *h->cache);
+  if (!h->cache) {
+    lhdr_free(h);
+    return -ENOMEM;
+  }
+  if (r.err || !h->dirs || !h->files) {
+    lhdr_free(h);
+    return -1;
+  }
+  return 0;
+}
+
+/* "dir/name" of file `idx` (numbered as the unit's version numbers them). */
+static const char *lhdr_file(struct lhdr *h, uint64_t idx, struct culpert__pool *pool)
+{
+  if (h->version < 5) {
+    if (idx == 0)
+      return NULL;
+    idx--;
+  }
+  if (idx >= h->nfiles || !h->files[idx].name)
+    return NULL;
+  if (h->cache[idx])
+    return h->cache[idx];
+  const struct lentry *f = &h->files[idx];
+  uint64_t dnum = f->dir;
+  const char *dir = NULL;
+  if (h->version >= 5)
+    dir = dnum < h->ndirs ? h->dirs[dnum].name : NULL;
+  else
+    dir = dnum >= 1 && dnum - 1 < h->ndirs ? h->dirs[dnum - 1].name : NULL;
+  size_t len = strlen(f->name) + (dir ? strlen(dir) : 0) + 2;
+  char *path = malloc(len);
+  if (!path)
+    return NULL;
+  if (f->name[0] == '/' || !dir || !dir[0])
+    snprintf(path, len, "%s", f->name);
+  else
+    snprintf(path, len, "%s/%s", dir, f->name);
+  h->cache[idx] = pool_keep(pool, path);
+  return h->cache[idx];
+}
+
+/* ---------------------------------------------------------------------- */
+/* Line programs                                                           */
+
+struct job {
+  const struct culpert__dwarf *d;
+  const struct want *w;
+  size_t nw;
+  struct culpert__srcpos *out;
+  struct culpert__pool *pool;
+  struct lhdr *h;
+  /* where the last row fell in `w`, valid within one sequence */
+  size_t cursor;
+  uint64_t cursor_from;
+  int cursor_valid;
+};
+
+/* Rows [from, to) share a file and line: give them to the wanted addresses
+ * in that range that have none yet. */
+static void assign_range(struct job *j, uint64_t from, uint64_t to, uint64_t file, uint64_t line)
+{
+  /* Most rows are nowhere near a wanted address. */
+  if (to <= j->w[0].vaddr || from > j->w[j->nw - 1].vaddr)
+    return;
+  /* Rows of a sequence go up: walk on from the previous row's position,
+   * searching only at the start of a sequence (or if addresses go back). */
+  size_t lo;
+  if (j->cursor_valid && from >= j->cursor_from) {
+    lo = j->cursor;
+    while (lo < j->nw && j->w[lo].vaddr < from)
+      lo++;
+  } else {
+    lo = lower_bound(j->w, j->nw, from);
+  }
+  j->cursor = lo;
+  j->cursor_from = from;
+  j->cursor_valid = 1;
+  for (size_t i = lo; i < j->nw && j->w[i].vaddr < to; i++) {
+    struct culpert__srcpos *o = &j->out[j->w[i].index];
+    if (o->line || o->file)
+      continue;
+    o->file = lhdr_file(j->h, file, j->pool);
+    o->line = line > UINT32_MAX ? UINT32_MAX : (uint32_t)line;
+  }
+}
+
+/* The first row at exactly `addr`: its line becomes first_line of the
+ * wanted addresses equal to addr. */
+static void note_first(struct job *j, uint64_t addr, uint64_t line)
+{
+  if (addr < j->w[0].vaddr || addr > j->w[j->nw - 1].vaddr)
+    return;
+  for (size_t i = lower_bound(j->w, j->nw, addr); i < j->nw && j->w[i].vaddr == addr; i++) {
+    struct culpert__srcpos *o = &j->out[j->w[i].index];
+    if (!o->first_line)
+      o->first_line = line > UINT32_MAX ? UINT32_MAX : (uint32_t)line;
+  }
+}
+
+/* Runs the line program of one unit. */
+static void run_program(struct job *j)
+{
+  struct lhdr *h = j->h;
+  struct rd *r = &h->prog;
+  uint64_t addr = 0, file = 1, line = 1;
+  uint64_t prev_addr = 0, prev_file = 0, prev_line = 0;
+  int have_prev = 0;
+
+  /* Several rows at one address (views): the last one describes the
+   * instruction, the first one is noted as first_line (for a function's
+   * first instruction, the line of its definition). */
+#define ROW(end)                                                                                   \
+  do {                                                                                             \
+    if (!(end) && (!have_prev || addr != prev_addr))                                               \
+      note_first(j, addr, line);                                                                   \
+    if (have_prev && addr > prev_addr)                                                             \
+      assign_range(j, prev_addr, addr, prev_file, prev_line);                                      \
+    have_prev = !(end);                                                                            \
+    prev_addr = addr;                                                                              \
+    prev_file = file;                                                                              \
+    prev_line = line;                                                                              \
+  } while (0)
+
+  j->cursor_valid = 0;
+  while (!r->err && r->p < r->end) {
+    unsigned op = *r->p++;
+    if (op >= h->opcode_base) {
+      unsigned adj = op - h->opcode_base;
+      addr += (uint64_t)(adj / h->line_range) * h->min_inst;
+      line += (uint64_t)(int64_t)(h->line_base + (int)(adj % h->line_range));
+      ROW(0);
+      continue;
+    }
+    switch (op) {
+    case 0: { /* extended */
+      uint64_t len = rd_uleb(r);
+      if (r->err || len == 0 || len > (uint64_t)(r->end - r->p)) {
+        r->err = 1;
+        break;
+      }
+      const unsigned char *next = r->p + len;
+      unsigned sub = *r->p++;
+      if (sub == 1) { /* DW_LNE_end_sequence */
+        ROW(1);
+        j->cursor_valid = 0;
+        addr = 0;
+        file = 1;
+        line = 1;
+      } else if (sub == 2 && len == 9) { /* DW_LNE_set_address */
+        addr = rd_u(r, 8);
+      }
+      r->p = next;
+      break;
+    }
+    case 1: /* DW_LNS_copy */
+      ROW(0);
+      break;
+    case 2: /* DW_LNS_advance_pc */
+      addr += rd_uleb(r) * h->min_inst;
+      break;
+    case 3: /* DW_LNS_advance_line */
+      line += (uint64_t)rd_sleb(r);
+      break;
+    case 4: /* DW_LNS_set_file */
+      file = rd_uleb(r);
+      break;
+    case 8: /* DW_LNS_const_add_pc */
+      addr += (uint64_t)((255 - h->opcode_base) / h->line_range) * h->min_inst;
+      break;
+    case 9: /* DW_LNS_fixed_advance_pc */
+      addr += rd_u(r, 2);
+      break;
+    default: /* known ones without effect here, and unknown ones */
+      for (unsigned k = 0; k < h->std_len[op - 1]; k++)
+        rd_uleb(r);
+    }
+  }
+#undef ROW
+}
+
+static int lines_pass(struct job *j)
+{
+  uint64_t off = 0;
+  while (j->d->line.p && off < j->d->line.len) {
+    struct lhdr h;
+    uint64_t next = j->d->line.len;
+    int rc = lhdr_read(j->d, off, &h, &next);
+    if (rc == -ENOMEM)
+      return rc;
+    if (rc == 0) {
+      j->h = &h;
+      run_program(j);
+      j->h = NULL;
+      lhdr_free(&h);
+    }
+    if (next <= off)
+      break;
+    off = next;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* .debug_abbrev                                                           */
+
+struct aspec {
+  uint64_t attr;
+  uint64_t form;
+  int64_t implicit;
+};
+
+struct abbrev {
+  uint64_t code;
+  uint64_t tag;
+  int children;
+  size_t spec; /* first index in abbrevs.specs */
+  size_t nspec;
+};
+
+struct abbrevs {
+  struct abbrev *a;
+  size_t n;
+  struct aspec *specs;
+  size_t nspecs;
+  int dense; /* a[i].code == i + 1 for all i */
+};
+
+static void abbrevs_free(struct abbrevs *t)
+{
+  free(t->a);
+  free(t->specs);
+  memset(t, 0, sizeof *t);
+}
+
+static int abbrev_cmp(const void *x, const void *y)
+{
+  const struct abbrev *a = x, *b = y;
+  return a->code < b->code ? -1 : a->code > b->code;
+}
+
+/* Reads the abbreviation table at `off`. Returns 0, -1, or -ENOMEM. */
+static int abbrevs_read(const struct culpert__dwarf *d, uint64_t off, struct abbrevs *t)
+{
+  size_t cap = 0, scap = 0;
+  struct rd r = rd_at(&d->abbrev, off);
+  memset(t, 0, sizeof *t);
+  t->dense = 1;
+  while (!r.err) {
+    uint64_t code = rd_uleb(&r);
+    if (code == 0 || r.err)
+      break;
+    if (t->n == cap) {
+      cap = cap ? cap * 2 : 64;
+      struct abbrev *g = realloc(t->a, cap * sizeof *g);
+      if (!g)
+        goto nomem;
+      t->a = g;
+    }
+    struct abbrev *a = &t->a[t->n];
+    a->code = code;
+    a->tag = rd_uleb(&r);
+    a->children = (int)rd_u(&r, 1);
+    a->spec = t->nspecs;
+    a->nspec = 0;
+    for (;;) {
+      uint64_t attr = rd_uleb(&r), form = rd_uleb(&r);
+      if (r.err || (attr == 0 && form == 0))
+        break;
+      if (t->nspecs == scap) {
+        scap = scap ? scap * 2 : 256;
+        struct aspec *g = realloc(t->specs, scap * sizeof *g);
+        if (!g)
+          goto nomem;
+        t->specs = g;
+      }
+      struct aspec *s = &t->specs[t->nspecs++];
+      s->attr = attr;
+      s->form = form;
+      s->implicit = form == 0x21 ? rd_sleb(&r) : 0; /* DW_FORM_implicit_const */
+      a->nspec++;
+    }
+    if (a->code != t->n + 1)
+      t->dense = 0;
+    t->n++;
+  }
+  if (r.err) {
+    abbrevs_free(t);
+    return -1;
+  }
+  if (!t->dense)
+    qsort(t->a, t->n, sizeof *t->a, abbrev_cmp);
+  return 0;
+
+nomem:
+  abbrevs_free(t);
+  return -ENOMEM;
+}
+
+static const struct abbrev *abbrev_find(const struct abbrevs *t, uint64_t code)
+{
+  if (t->dense)
+    return code >= 1 && code <= t->n ? &t->a[code - 1] : NULL;
+  size_t lo = 0, hi = t->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (t->a[mid].code < code)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < t->n && t->a[lo].code == code ? &t->a[lo] : NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* .debug_info units and attributes                                        */
+
+enum {
+  TAG_COMPILE_UNIT = 0x11,
+  TAG_PARTIAL_UNIT = 0x3c,
+  TAG_INLINED_SUBROUTINE = 0x1d,
+  AT_NAME = 0x03,
+  AT_STMT_LIST = 0x10,
+  AT_LOW_PC = 0x11,
+  AT_HIGH_PC = 0x12,
+  AT_ABSTRACT_ORIGIN = 0x31,
+  AT_SPECIFICATION = 0x47,
+  AT_RANGES = 0x55,
+  AT_CALL_FILE = 0x58,
+  AT_CALL_LINE = 0x59,
+  AT_LINKAGE_NAME = 0x6e,
+  AT_STR_OFFSETS_BASE = 0x72,
+  AT_ADDR_BASE = 0x73,
+  AT_RNGLISTS_BASE = 0x74,
+  AT_MIPS_LINKAGE_NAME = 0x2007,
+};
+
+struct cu {
+  uint64_t off;     /* unit header in .debug_info */
+  uint64_t end;     /* one past the unit */
+  uint64_t die_off; /* first DIE */
+  int version;
+  int offsize;
+  unsigned addr_size;
+  struct abbrevs ab;
+  /* from the unit DIE */
+  uint64_t low_pc;
+  uint64_t str_offsets_base;
+  uint64_t addr_base;
+  uint64_t rnglists_base;
+  uint64_t stmt_list;
+  int has_stmt_list;
+};
+
+enum { V_NONE, V_CONST, V_ADDR, V_STR, V_STRX, V_ADDRX, V_REF, V_SEC, V_RNGX };
+
+struct val {
+  int kind;
+  uint64_t u;
+  const char *s;
+};
+
+/* Reads one attribute value of form `form`. Returns -1 for a form that
+ * cannot be skipped (the rest of the unit is then unreadable). */
+static int read_val(struct rd *r, uint64_t form, int64_t implicit, const struct cu *cu,
+                    const struct culpert__dwarf *d, struct val *v, int depth)
+{
+  v->kind = V_NONE;
+  v->s = NULL;
+  v->u = 0;
+  switch (form) {
+  case 0x01: /* addr */
+    v->kind = V_ADDR;
+    v->u = rd_u(r, cu->addr_size);
+    break;
+  case 0x03: /* block2 */
+    rd_skip(r, rd_u(r, 2));
+    break;
+  case 0x04: /* block4 */
+    rd_skip(r, rd_u(r, 4));
+    break;
+  case 0x09: /* block */
+  case 0x18: /* exprloc */
+    rd_skip(r, rd_uleb(r));
+    break;
+  case 0x0a: /* block1 */
+    rd_skip(r, rd_u(r, 1));
+    break;
+  case 0x05: /* data2 */
+    v->kind = V_CONST;
+    v->u = rd_u(r, 2);
+    break;
+  case 0x06: /* data4 */
+    v->kind = V_CONST;
+    v->u = rd_u(r, 4);
+    break;
+  case 0x07: /* data8 */
+    v->kind = V_CONST;
+    v->u = rd_u(r, 8);
+    break;
+  case 0x0b: /* data1 */
+  case 0x0c: /* flag */
+    v->kind = V_CONST;
+    v->u = rd_u(r, 1);
+    break;
+  case 0x1e: /* data16 */
+    rd_skip(r, 16);
+    break;
+  case 0x08: /* string */
+    v->kind = V_STR;
+    v->s = rd_cstr(r);
+    break;
+  case 0x0d: /* sdata */
+    v->kind = V_CONST;
+    v->u = (uint64_t)rd_sleb(r);
+    break;
+  case 0x0f: /* udata */
+    v->kind = V_CONST;
+    v->u = rd_uleb(r);
+    break;
+  case 0x0e: /* strp */
+    v->kind = V_STR;
+    v->s = section_str(&d->str, rd_u(r, (size_t)cu->offsize));
+    break;
+  case 0x1f: /* line_strp */
+    v->kind = V_STR;
+    v->s = section_str(&d->line_str, rd_u(r, (size_t)cu->offsize));
+    break;
+  case 0x10: /* ref_addr */
+    v->kind = V_REF;
+    v->u = rd_u(r, cu->version <= 2 ? cu->addr_size : (size_t)cu->offsize);
+    break;
+  case 0x11: /* ref1 */
+  case 0x12: /* ref2 */
+  case 0x13: /* ref4 */
+  case 0x14: /* ref8 */
+    v->kind = V_REF;
+    v->u = cu->off + rd_u(r, (size_t)1 << (form - 0x11));
+    break;
+  case 0x15: /* ref_udata */
+    v->kind = V_REF;
+    v->u = cu->off + rd_uleb(r);
+    break;
+  case 0x16: /* indirect */
+    if (depth > 4)
+      return -1;
+    return read_val(r, rd_uleb(r), implicit, cu, d, v, depth + 1);
+  case 0x17: /* sec_offset */
+    v->kind = V_SEC;
+    v->u = rd_u(r, (size_t)cu->offsize);
+    break;
+  case 0x19: /* flag_present */
+    v->kind = V_CONST;
+    v->u = 1;
+    break;
+  case 0x1a:   /* strx */
+  case 0x1f02: /* GNU_str_index */
+    v->kind = V_STRX;
+    v->u = rd_uleb(r);
+    break;
+  case 0x25: /* strx1 */
+  case 0x26: /* strx2 */
+  case 0x27: /* strx3 */
+  case 0x28: /* strx4 */
+    v->kind = V_STRX;
+    v->u = rd_u(r, form - 0x24);
+    break;
+  case 0x1b:   /* addrx */
+  case 0x1f01: /* GNU_addr_index */
+    v->kind = V_ADDRX;
+    v->u = rd_uleb(r);
+    break;
+  case 0x29: /* addrx1 */
+  case 0x2a: /* addrx2 */
+  case 0x2b: /* addrx3 */
+  case 0x2c: /* addrx4 */
+    v->kind = V_ADDRX;
+    v->u = rd_u(r, form - 0x28);
+    break;
+  case 0x1c: /* ref_sup4 */
+    rd_skip(r, 4);
+    break;
+  case 0x24: /* ref_sup8 */
+  case 0x20: /* ref_sig8 */
+    rd_skip(r, 8);
+    break;
+  case 0x1d:   /* strp_sup */
+  case 0x1f20: /* GNU_ref_alt */
+  case 0x1f21: /* GNU_strp_alt */
+    rd_skip(r, (uint64_t)cu->offsize);
+    break;
+  case 0x21: /* implicit_const */
+    v->kind = V_CONST;
+    v->u = (uint64_t)implicit;
+    break;
+  case 0x22: /* loclistx */
+    rd_uleb(r);
+    break;
+  case 0x23: /* rnglistx */
+    v->kind = V_RNGX;
+    v->u = rd_uleb(r);
+    break;
+  default:
+    return -1;
+  }
+  return r->err ? -1 : 0;
+}
+
+static const char *val_str(const struct culpert__dwarf *d, const struct cu *cu, const struct val *v)
+{
+  if (v->kind == V_STR)
+    return v->s;
+  if (v->kind != V_STRX || !d->str_offsets.p)
+    return NULL;
+  uint64_t at = cu->str_offsets_base + v->u * (uint64_t)cu->offsize;
+  if (v->u > d->str_offsets.len)
+    return NULL;
+  struct rd r = rd_at(&d->str_offsets, at);
+  uint64_t off = rd_u(&r, (size_t)cu->offsize);
+  return r.err ? NULL : section_str(&d->str, off);
+}
+
+/* An address attribute (DW_FORM_addr or an index into .debug_addr). */
+static int val_addr(const struct culpert__dwarf *d, const struct cu *cu, const struct val *v,
+                    uint64_t *out)
+{
+  if (v->kind == V_ADDR) {
+    *out = v->u;
+    return 0;
+  }
+  if (v->kind != V_ADDRX || v->u > d->addr.len)
+    return -1;
+  struct rd r = rd_at(&d->addr, cu->addr_base + v->u * cu->addr_size);
+  *out = rd_u(&r, cu->addr_size);
+  return r.err ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Address ranges of a DIE                                                 */
+
+struct ranges {
+  uint64_t lo[64];
+  uint64_t hi[64];
+  size_t n;
+};
+
+static void ranges_add(struct ranges *rg, uint64_t lo, uint64_t hi)
+{
+  if (hi > lo && rg->n < 64) {
+    rg->lo[rg->n] = lo;
+    rg->hi[rg->n] = hi;
+    rg->n++;
+  }
+}
+
+/* DWARF 5 range list at `off` of .debug_rnglists. */
+static void rnglist(const struct culpert__dwarf *d, const struct cu *cu, uint64_t off,
+                    struct ranges *rg)
+{
+  struct rd r = rd_at(&d->rnglists, off);
+  uint64_t base = cu->low_pc;
+  for (int guard = 0; !r.err && guard < 4096; guard++) {
+    unsigned kind = (unsigned)rd_u(&r, 1);
+    uint64_t a = 0, b = 0;
+    struct val va = {V_ADDRX, 0, NULL}, vb = {V_ADDRX, 0, NULL};
+    switch (kind) {
+    case 0: /* end_of_list */
+      return;
+    case 1: /* base_addressx */
+      va.u = rd_uleb(&r);
+      if (val_addr(d, cu, &va, &base))
+        return;
+      break;
+    case 2: /* startx_endx */
+      va.u = rd_uleb(&r);
+      vb.u = rd_uleb(&r);
+      if (val_addr(d, cu, &va, &a) || val_addr(d, cu, &vb, &b))
+        return;
+      ranges_add(rg, a, b);
+      break;
+    case 3: /* startx_length */
+      va.u = rd_uleb(&r);
+      if (val_addr(d, cu, &va, &a))
+        return;
+      ranges_add(rg, a, a + rd_uleb(&r));
+      break;
+    case 4: /* offset_pair */
+      a = rd_uleb(&r);
+      b = rd_uleb(&r);
+      ranges_add(rg, base + a, base + b);
+      break;
+    case 5: /* base_address */
+      base = rd_u(&r, cu->addr_size);
+      break;
+    case 6: /* start_end */
+      a = rd_u(&r, cu->addr_size);
+      b = rd_u(&r, cu->addr_size);
+      ranges_add(rg, a, b);
+      break;
+    case 7: /* start_length */
+      a = rd_u(&r, cu->addr_size);
+      ranges_add(rg, a, a + rd_uleb(&r));
+      break;
+    default:
+      return;
+    }
+  }
+}
+
+/* DWARF 2-4 range list at `off` of .debug_ranges. */
+static void ranges_v4(const struct culpert__dwarf *d, const struct cu *cu, uint64_t off,
+                      struct ranges *rg)
+{
+  struct rd r = rd_at(&d->ranges, off);
+  uint64_t base = cu->low_pc;
+  uint64_t max = cu->addr_size == 8 ? UINT64_MAX : UINT32_MAX;
+  for (int guard = 0; !r.err && guard < 4096; guard++) {
+    uint64_t a = rd_u(&r, cu->addr_size), b = rd_u(&r, cu->addr_size);
+    if (r.err || (a == 0 && b == 0))
+      return;
+    if (a == max)
+      base = b;
+    else
+      ranges_add(rg, base + a, base + b);
+  }
+}
+
+/* The ranges of a DIE from its low_pc/high_pc or ranges attributes. */
+static void die_ranges(const struct culpert__dwarf *d, const struct cu *cu, const struct val *low,
+                       const struct val *high, const struct val *ranges, struct ranges *rg)
+{
+  rg->n = 0;
+  uint64_t lo;
+  if (low->kind != V_NONE && high->kind != V_NONE && val_addr(d, cu, low, &lo) == 0) {
+    uint64_t hi;
+    if (high->kind == V_CONST)
+      ranges_add(rg, lo, lo + high->u);
+    else if (val_addr(d, cu, high, &hi) == 0)
+      ranges_add(rg, lo, hi);
+  } else if (ranges->kind == V_RNGX && d->rnglists.p) {
+    struct rd r = rd_at(&d->rnglists, cu->rnglists_base + ranges->u * (uint64_t)cu->offsize);
+    uint64_t rel = rd_u(&r, (size_t)cu->offsize);
+    if (!r.err && ranges->u <= d->rnglists.len)
+      rnglist(d, cu, cu->rnglists_base + rel, rg);
+  } else if (ranges->kind == V_SEC || ranges->kind == V_CONST) {
+    if (cu->version >= 5)
+      rnglist(d, cu, ranges->u, rg);
+    else
+      ranges_v4(d, cu, ranges->u, rg);
+  }
+}
+
+/* Whether any wanted address lies in the ranges. */
+static int ranges_hit(const struct ranges *rg, const struct want *w, size_t nw)
+{
+  for (size_t k = 0; k < rg->n; k++) {
+    size_t i = lower_bound(w, nw, rg->lo[k]);
+    if (i < nw && w[i].vaddr < rg->hi[k])
+      return 1;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Units                                                                   */
+
+/* Reads the unit header at `off` and its unit DIE. Returns 0, -1 for a
+ * unit to skip (*next still set when its length was readable), -ENOMEM. */
+static int cu_open(const struct culpert__dwarf *d, uint64_t off, struct cu *cu, uint64_t *next,
+                   struct ranges *rg)
+{
+  memset(cu, 0, sizeof *cu);
+  rg->n = 0;
+  struct rd r = rd_at(&d->info, off);
+  cu->offsize = 4;
+  uint64_t len = rd_u(&r, 4);
+  if (len == 0xffffffff) {
+    cu->offsize = 8;
+    len = rd_u(&r, 8);
+  }
+  if (r.err || len > (uint64_t)(r.end - r.p))
+    return -1;
+  cu->off = off;
+  cu->end = (uint64_t)(r.p - d->info.p) + len;
+  *next = cu->end;
+  r.end = r.p + len;
+  cu->version = (int)rd_u(&r, 2);
+  uint64_t abbrev_off;
+  if (cu->version >= 5) {
+    unsigned type = (unsigned)rd_u(&r, 1);
+    cu->addr_size = (unsigned)rd_u(&r, 1);
+    abbrev_off = rd_u(&r, (size_t)cu->offsize);
+    if (type != 1 && type != 3) /* DW_UT_compile, DW_UT_partial */
+      return -1;
+  } else if (cu->version >= 2) {
+    abbrev_off = rd_u(&r, (size_t)cu->offsize);
+    cu->addr_size = (unsigned)rd_u(&r, 1);
+  } else {
+    return -1;
+  }
+  if (r.err || (cu->addr_size != 8 && cu->addr_size != 4))
+    return -1;
+  cu->die_off = (uint64_t)(r.p - d->info.p);
+  int rc = abbrevs_read(d, abbrev_off, &cu->ab);
+  if (rc)
+    return rc;
+
+  /* The unit DIE: bases first, since other attributes may need them. */
+  const struct abbrev *a = abbrev_find(&cu->ab, rd_uleb(&r));
+  if (r.err || !a || (a->tag != TAG_COMPILE_UNIT && a->tag != TAG_PARTIAL_UNIT))
+    goto bad;
+  struct val low = {V_NONE, 0, NULL}, high = low, ranges = low;
+  for (size_t k = 0; k < a->nspec; k++) {
+    const struct aspec *s = &cu->ab.specs[a->spec + k];
+    struct val v;
+    if (read_val(&r, s->form, s->implicit, cu, d, &v, 0))
+      goto bad;
+    switch (s->attr) {
+    case AT_LOW_PC:
+      low = v;
+      break;
+    case AT_HIGH_PC:
+      high = v;
+      break;
+    case AT_RANGES:
+      ranges = v;
+      break;
+    case AT_STMT_LIST:
+      cu->stmt_list = v.u;
+      cu->has_stmt_list = 1;
+      break;
+    case AT_STR_OFFSETS_BASE:
+      cu->str_offsets_base = v.u;
+      break;
+    case AT_ADDR_BASE:
+      cu->addr_base = v.u;
+      break;
+    case AT_RNGLISTS_BASE:
+      cu->rnglists_base = v.u;
+      break;
+    }
+  }
+  if (low.kind != V_NONE)
+    val_addr(d, cu, &low, &cu->low_pc);
+  die_ranges(d, cu, &low, &high, &ranges, rg);
+  return 0;
+
+bad:
+  abbrevs_free(&cu->ab);
+  return -1;
+}
+
+/* The unit containing .debug_info offset `off`, opened into `cu`. Units
+ * are found by walking the headers from the start: references across
+ * units are rare (LTO), so no index is kept. */
+static int cu_containing(const struct culpert__dwarf *d, uint64_t off, struct cu *cu)
+{
+  uint64_t at = 0;
+  struct ranges rg;
+  while (at < d->info.len) {
+    uint64_t next = 0;
+    int rc = cu_open(d, at, cu, &next, &rg);
+    if (rc == 0 && off >= cu->die_off && off < cu->end)
+      return 0;
+    if (rc == 0)
+      abbrevs_free(&cu->ab);
+    if (rc == -ENOMEM || next <= at)
+      return -1;
+    at = next;
+  }
+  return -1;
+}
+
+/* The name of the function entry at `off`: the first linkage name along
+ * its abstract origin / specification chain, else the first plain name. */
+static const char *die_name(const struct culpert__dwarf *d, const struct cu *home, uint64_t off)
+{
+  const char *plain = NULL;
+  struct cu other;
+  int other_open = 0;
+  const struct cu *cu = home;
+  const char *found = NULL;
+
+  for (int hop = 0; hop < 8 && !found; hop++) {
+    if (off < cu->die_off || off >= cu->end) {
+      if (other_open)
+        abbrevs_free(&other.ab);
+      other_open = cu_containing(d, off, &other) == 0;
+      if (!other_open)
+        break;
+      cu = &other;
+    }
+    struct rd r = rd_at(&d->info, off);
+    r.end = d->info.p + cu->end;
+    const struct abbrev *a = abbrev_find(&cu->ab, rd_uleb(&r));
+    if (r.err || !a)
+      break;
+    uint64_t next_ref = 0;
+    for (size_t k = 0; k < a->nspec; k++) {
+      const struct aspec *s = &cu->ab.specs[a->spec + k];
+      struct val v;
+      if (read_val(&r, s->form, s->implicit, cu, d, &v, 0))
+        break;
+      if (s->attr == AT_LINKAGE_NAME || s->attr == AT_MIPS_LINKAGE_NAME)
+        found = val_str(d, cu, &v);
+      else if (s->attr == AT_NAME && !plain)
+        plain = val_str(d, cu, &v);
+      else if ((s->attr == AT_ABSTRACT_ORIGIN || s->attr == AT_SPECIFICATION) && v.kind == V_REF)
+        next_ref = v.u;
+    }
+    if (found || !next_ref || next_ref == off)
+      break;
+    off = next_ref;
+  }
+  /* The strings live in the sections, not in the unit's tables. */
+  if (other_open)
+    abbrevs_free(&other.ab);
+  return found ? found : plain;
+}
+
+/* An inlined call found around a wanted address, before names are known. */
+struct pending {
+  size_t index;    /* into out[] */
+  size_t seq;      /* DIE order */
+  uint64_t origin; /* .debug_info offset of the inlined function, 0 if none */
+  uint64_t call_file;
+  uint64_t call_line;
+};
+
+struct pendings {
+  struct pending *p;
+  size_t n;
+  size_t cap;
+};
+
+/* Walks the DIEs of one unit, recording each inlined call whose ranges
+ * contain a wanted address (outer calls come first in DIE order). */
+static int walk_unit(const struct culpert__dwarf *d, const struct cu *cu, const struct want *w,
+                     size_t nw, struct pendings *pend)
+{
+  struct rd r = rd_at(&d->info, cu->die_off);
+  r.end = d->info.p + cu->end;
+  int depth = 0;
+  while (!r.err && r.p < r.end) {
+    uint64_t code = rd_uleb(&r);
+    if (code == 0) {
+      if (depth > 0)
+        depth--;
+      continue;
+    }
+    const struct abbrev *a = abbrev_find(&cu->ab, code);
+    if (!a)
+      return 0;
+    struct val low = {V_NONE, 0, NULL}, high = low, ranges = low;
+    uint64_t origin = 0, call_file = 0, call_line = 0;
+    for (size_t k = 0; k < a->nspec; k++) {
+      const struct aspec *s = &cu->ab.specs[a->spec + k];
+      struct val v;
+      if (read_val(&r, s->form, s->implicit, cu, d, &v, 0))
+        return 0;
+      if (a->tag != TAG_INLINED_SUBROUTINE)
+        continue;
+      switch (s->attr) {
+      case AT_LOW_PC:
+        low = v;
+        break;
+      case AT_HIGH_PC:
+        high = v;
+        break;
+      case AT_RANGES:
+        ranges = v;
+        break;
+      case AT_ABSTRACT_ORIGIN:
+        origin = v.kind == V_REF ? v.u : 0;
+        break;
+      case AT_CALL_FILE:
+        call_file = v.u;
+        break;
+      case AT_CALL_LINE:
+        call_line = v.u;
+        break;
+      }
+    }
+    if (a->tag == TAG_INLINED_SUBROUTINE) {
+      struct ranges rg;
+      die_ranges(d, cu, &low, &high, &ranges, &rg);
+      for (size_t k = 0; k < rg.n; k++) {
+        for (size_t i = lower_bound(w, nw, rg.lo[k]); i < nw && w[i].vaddr < rg.hi[k]; i++) {
+          if (pend->n == pend->cap) {
+            size_t cap = pend->cap ? pend->cap * 2 : 256;
+            struct pending *g = realloc(pend->p, cap * sizeof *g);
+            if (!g)
+              return -ENOMEM;
+            pend->p = g;
+            pend->cap = cap;
+          }
+          pend->p[pend->n] = (struct pending){w[i].index, pend->n, origin, call_file, call_line};
+          pend->n++;
+        }
+      }
+    }
+    if (a->children && ++depth > 1024)
+      return 0;
+  }
+  return 0;
+}
+
+static int pending_cmp(const void *x, const void *y)
+{
+  const struct pending *a = x, *b = y;
+  if (a->index != b->index)
+    return a->index < b->index ? -1 : 1;
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Turns the pending calls of one unit into results: names, call files. */
+static int finish_unit(const struct culpert__dwarf *d, const struct cu *cu, struct pendings *pend,
+                       struct culpert__srcpos *out, struct culpert__pool *pool)
+{
+  struct lhdr h;
+  uint64_t next;
+  int have_lines = 0;
+  int rc = 0;
+  if (pend->n == 0)
+    return 0;
+  if (cu->has_stmt_list) {
+    rc = lhdr_read(d, cu->stmt_list, &h, &next);
+    if (rc == -ENOMEM)
+      return rc;
+    have_lines = rc == 0;
+    rc = 0;
+  }
+  /* Group by address, keeping DIE order (outermost call first). */
+  qsort(pend->p, pend->n, sizeof *pend->p, pending_cmp);
+  for (size_t i = 0, end; i < pend->n && rc == 0; i = end) {
+    size_t index = pend->p[i].index;
+    for (end = i; end < pend->n && pend->p[end].index == index; end++)
+      ;
+    struct culpert__srcpos *o = &out[index];
+    struct culpert__inline *inl = pool_keep(pool, calloc(o->ninl + (end - i), sizeof *inl));
+    if (!inl) {
+      rc = -ENOMEM;
+      break;
+    }
+    if (o->ninl)
+      memcpy(inl, o->inl, o->ninl * sizeof *inl);
+    size_t n = o->ninl;
+    for (size_t k = i; k < end; k++) {
+      const struct pending *p = &pend->p[k];
+      inl[n].name = p->origin ? pool_strdup(pool, die_name(d, cu, p->origin)) : NULL;
+      inl[n].call_file = have_lines ? lhdr_file(&h, p->call_file, pool) : NULL;
+      inl[n].call_line = p->call_line > UINT32_MAX ? UINT32_MAX : (uint32_t)p->call_line;
+      n++;
+    }
+    o->inl = inl;
+    o->ninl = (uint32_t)n;
+  }
+  if (have_lines)
+    lhdr_free(&h);
+  pend->n = 0;
+  return rc;
+}
+
+static int inline_pass(const struct culpert__dwarf *d, const struct want *w, size_t nw,
+                       struct culpert__srcpos *out, struct culpert__pool *pool)
+{
+  struct pendings pend = {0};
+  uint64_t off = 0;
+  int rc = 0;
+  while (rc == 0 && d->info.p && off < d->info.len) {
+    struct cu cu;
+    struct ranges rg;
+    uint64_t next = 0;
+    int orc = cu_open(d, off, &cu, &next, &rg);
+    if (orc == -ENOMEM) {
+      rc = orc;
+      break;
+    }
+    /* A unit that states its ranges and has no wanted address in them is
+     * skipped without reading its DIEs. */
+    if (orc == 0 && (rg.n == 0 || ranges_hit(&rg, w, nw))) {
+      rc = walk_unit(d, &cu, w, nw, &pend);
+      if (rc == 0)
+        rc = finish_unit(d, &cu, &pend, out, pool);
+    }
+    if (orc == 0)
+      abbrevs_free(&cu.ab);
+    if (next <= off)
+      break;
+    off = next;
+  }
+  free(pend.p);
+  return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+
+int culpert__dwarf_resolve(const struct culpert__dwarf *d, const uint64_t *vaddrs, size_t n,
+                           struct culpert__srcpos *out, struct culpert__pool *pool)
+{
+  for (size_t i = 0; i < n; i++)
+    out[i] = (struct culpert__srcpos){NULL, 0, 0, NULL, 0};
+  if (n == 0 || !d->line.p)
+    return 0;
+  struct want *w = malloc(n * sizeof *w);
+  if (!w)
+    return -ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    w[i] = (struct want){vaddrs[i], i};
+  qsort(w, n, sizeof *w, want_cmp);
+  struct job j = {.d = d, .w = w, .nw = n, .out = out, .pool = pool};
+  int rc = lines_pass(&j);
+  if (rc == 0 && d->info.p && d->abbrev.p)
+    rc = inline_pass(d, w, n, out, pool);
+  free(w);
+  return rc;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * dwarf.h: source positions of code addresses from DWARF debug sections:
+ * file and line from .debug_line, and the chain of inlined calls from the
+ * DW_TAG_inlined_subroutine entries of .debug_info.
+ *
+ * Used by the symbolizer at snapshot time (never inside malloc). Reads
+ * DWARF 2 to 5 as gcc and clang emit it for x86-64 (32- and 64-bit DWARF,
+ * DWARF 5 string/address index forms and range lists); split DWARF (.dwo)
+ * and supplementary files are not followed. The bytes are untrusted: every
+ * read is bounds-checked, and a malformed unit only loses its own answers.
+ */
+#ifndef CULPERT_DWARF_H
+#define CULPERT_DWARF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One debug section, already decompressed; p NULL when absent. */
+struct culpert__dwarf_section {
+  const unsigned char *p;
+  size_t len;
+};
+
+struct culpert__dwarf {
+  struct culpert__dwarf_section info, abbrev, line, line_str, str, str_offsets, addr, ranges,
+      rnglists;
+};
+
+/* Owns every string and array the results point to. Zero-initialize. */
+struct culpert__pool {
+  void **items;
+  size_t n;
+  size_t cap;
+};
+
+/* Frees everything in the pool and empties it. */
+void culpert__pool_free(struct culpert__pool *p);
+
+/* One inlined call around an address. */
+struct culpert__inline {
+  const char *name;      /* the inlined function: linkage (mangled) name when the
+                            DWARF has one, else its plain name; NULL if unknown */
+  const char *call_file; /* the call site, NULL when unknown */
+  uint32_t call_line;
+};
+
+/* The source position of one address. */
+struct culpert__srcpos {
+  const char *file; /* of the innermost code (after inlining), NULL if unknown */
+  uint32_t line;    /* 0 when unknown */
+  /* The line of the first row at exactly this address when several rows
+   * share it (for a function's first instruction: its definition), else 0. */
+  uint32_t first_line;
+  const struct culpert__inline *inl; /* inlined calls, outermost first */
+  uint32_t ninl;
+};
+
+/*
+ * culpert__dwarf_resolve: the source position of each of `n` addresses
+ * (virtual addresses of the file the sections come from). One pass over
+ * the line programs and one over the units of .debug_info whose ranges
+ * contain a wanted address, whatever n. Where several line rows share an
+ * address the last one gives file and line, as addr2line does. Results
+ * point into `pool`. Returns 0 or -ENOMEM; bad
+ * DWARF gives fewer answers, never an error.
+ */
+int culpert__dwarf_resolve(const struct culpert__dwarf *d, const uint64_t *vaddrs, size_t n,
+                           struct culpert__srcpos *out, struct culpert__pool *pool);
+
+#endif /* CULPERT_DWARF_H */
