@@ -52,6 +52,7 @@ struct culpert__config {
   int stack_mode;        /* enum culpert__stack_mode (CULPERT_STACK) */
   uint32_t stack_depth;  /* CULPERT_STACK_DEPTH, 1..CULPERT__MAX_DEPTH */
   int quiet;             /* CULPERT_QUIET=1 */
+  int no_children;       /* CULPERT_NO_CHILDREN=1 */
   const char *output;    /* CULPERT_OUTPUT template, NULL when unset */
   /* CULPERT_METADATA, validated, as "key=value" strings in meta_buf. */
   const char *meta[CULPERT__MAX_META];

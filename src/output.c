@@ -146,6 +146,42 @@ static void mark_root(void)
     is_child = 1;
 }
 
+/* CULPERT_NO_CHILDREN=1: take libculpert out of LD_PRELOAD so that programs
+ * this one execs run without it. Entries are separated by spaces or colons;
+ * an entry whose file name starts with "libculpert" is dropped. */
+static void drop_from_preload(void)
+{
+  const char *pre = getenv("LD_PRELOAD");
+  char out[CULPERT__PATH_MAX];
+  size_t at = 0;
+  if (pre == NULL)
+    return;
+  while (*pre != '\0') {
+    size_t n = strcspn(pre, " :");
+    const char *slash = pre;
+    for (size_t i = 0; i < n; i++)
+      if (pre[i] == '/')
+        slash = pre + i + 1;
+    int ours = (size_t)(pre + n - slash) >= 10 && strncmp(slash, "libculpert", 10) == 0;
+    if (n > 0 && !ours) {
+      if (at + n + 2 > sizeof out)
+        return; /* too long to rewrite safely: leave it alone */
+      if (at > 0)
+        out[at++] = ' ';
+      memcpy(out + at, pre, n);
+      at += n;
+    }
+    pre += n;
+    if (*pre != '\0')
+      pre++;
+  }
+  out[at] = '\0';
+  if (at == 0)
+    unsetenv("LD_PRELOAD");
+  else
+    setenv("LD_PRELOAD", out, 1);
+}
+
 void culpert__init(void)
 {
   pthread_mutex_lock(&init_lock);
@@ -166,6 +202,8 @@ void culpert__init(void)
   if (getcwd(start_dir, sizeof start_dir) == NULL)
     start_dir[0] = '\0';
   mark_root();
+  if (culpert__cfg.no_children)
+    drop_from_preload();
   culpert__stack_init(culpert__cfg.stack_mode);
   if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
     culpert__sampler_stop("pthread_atfork failed");

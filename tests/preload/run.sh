@@ -174,6 +174,15 @@ exec_child)
   expect_totals "fixed.pb.gz.$ex" exec_child "7 4900 7 4900 7"
   [ "$(ls fixed.pb.gz* | wc -l)" -eq 4 ] || fail "want 4 files: $(ls)"
   ;;
+no_children)
+  # CULPERT_NO_CHILDREN=1: fork children are profiled, exec'd ones are not
+  out=$(CULPERT_NO_CHILDREN=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/n.%p.pb.gz" \
+    LD_PRELOAD="/nonexistent/libother.so:$LIB" "$BIN/wl_fork" 1 2>err) || fail "wl_fork failed"
+  expect_line "$out" '^exec status 0$' "exec'd child"
+  [ "$(ls n.*.pb.gz | wc -l)" -eq 2 ] || fail "want parent and fork child only: $(ls)"
+  ex=$(printf '%s\n' "$out" | awk '$1=="exec"&&$2!="status"{print $2}')
+  [ -f "n.$ex.pb.gz" ] && fail "the exec'd child was profiled"
+  ;;
 dlopen)
   out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/d.pb.gz" run_pre "$BIN/wl_dlopen" \
     "$PLUGIN" 2>err) || fail "wl_dlopen failed: $(cat err)"

@@ -86,6 +86,7 @@ static void test_config_defaults(void **state)
   assert_int_equal(c.stack_depth, 64);
   assert_false(c.has_seed);
   assert_false(c.quiet);
+  assert_false(c.no_children);
   assert_null(c.output);
   assert_int_equal(c.nmeta, 0);
 }
@@ -96,7 +97,7 @@ static void test_config_values(void **state)
   static const char *const env[] = {
       "CULPERT_SAMPLE_RATE", "4k",   "CULPERT_SEED",   "77",  "CULPERT_STACK",  "fp",
       "CULPERT_STACK_DEPTH", "1000", "CULPERT_QUIET",  "1",   "CULPERT_OUTPUT", "/tmp/x.%p.pb.gz",
-      NULL};
+      "CULPERT_NO_CHILDREN", "1",    NULL};
   struct culpert__config c;
   char warn[1024];
   load(&c, env, warn, sizeof warn);
@@ -107,6 +108,7 @@ static void test_config_values(void **state)
   assert_int_equal(c.stack_mode, CULPERT__STACK_FP);
   assert_int_equal(c.stack_depth, CULPERT__MAX_DEPTH); /* capped */
   assert_true(c.quiet);
+  assert_true(c.no_children);
   assert_string_equal(c.output, "/tmp/x.%p.pb.gz");
 }
 
