@@ -273,6 +273,13 @@ struct function {
   int64_t start_line;
 };
 
+/* What symbolization achieved in one mapping, and its strings. */
+struct mapinfo {
+  int64_t filename;
+  int64_t build_id;
+  unsigned char has_functions, has_filenames, has_lines, has_inline;
+};
+
 struct ctx {
   const struct culpert__wprofile *p;
   struct strtab strs;
@@ -298,25 +305,25 @@ struct ctx {
   uint32_t *sample_path;  /* span path id per input sample */
   uint64_t **sample_locs; /* location ids per input sample */
   uint32_t *sample_nlocs;
-  unsigned char *map_has_functions;
-  unsigned char *map_has_filenames;
-  unsigned char *map_has_lines;
-  unsigned char *map_has_inline;
+  struct mapinfo *maps; /* per mapping of the symbolizer */
+  size_t nmaps;
+  const char **comments; /* sorted by key */
+  size_t ncomments;
   int64_t k_span_name, k_span_id, k_span_parent_id;
 };
 
-/* Grows an array of `size`-byte elements so one more fits. */
-static int grow(void **arr, size_t *cap, size_t n, size_t size)
+/* Makes room for element n of an array of `size`-byte elements: returns
+ * the (possibly moved) array, or NULL when out of memory (the old array
+ * is then untouched). */
+static void *grow(void *arr, size_t *cap, size_t n, size_t size)
 {
   if (n < *cap)
-    return 0;
+    return arr;
   size_t c = *cap ? *cap * 2 : 32;
-  void *a = realloc(*arr, c * size);
-  if (!a)
-    return -ENOMEM;
-  *arr = a;
-  *cap = c;
-  return 0;
+  void *a = realloc(arr, c * size);
+  if (a)
+    *cap = c;
+  return a;
 }
 
 /* Path id of span node `node`, assigning ids to it and its ancestors in
@@ -357,8 +364,10 @@ static int64_t span_path(struct ctx *c, uint32_t node)
     if (idx < 0)
       return -ENOMEM;
     if (!found) {
-      if (grow((void **)&c->paths, &c->cap_paths, c->npaths, sizeof *c->paths))
+      void *g = grow(c->paths, &c->cap_paths, c->npaths, sizeof *c->paths);
+      if (!g)
         return -ENOMEM;
+      c->paths = g;
       c->paths[c->npaths] = (struct path){.parent = parent_id, .name = name_idx};
       c->npaths++;
     }
@@ -402,7 +411,7 @@ static int name_location(struct ctx *c, struct location *loc)
     loc->start = sym.start;
     free(pretty);
     free(plain);
-    c->map_has_functions[loc->map] = 1;
+    c->maps[loc->map].has_functions = 1;
   } else if (m) {
     loc->name = loc->system_name = unnamed_function(c, m, loc->address);
   } else {
@@ -421,8 +430,10 @@ static int64_t function_id(struct ctx *c, int64_t name, int64_t system_name, int
   if (idx < 0)
     return -ENOMEM;
   if (!found) {
-    if (grow((void **)&c->funcs, &c->cap_funcs, c->nfuncs, sizeof *c->funcs))
+    void *g = grow(c->funcs, &c->cap_funcs, c->nfuncs, sizeof *c->funcs);
+    if (!g)
       return -ENOMEM;
+    c->funcs = g;
     c->funcs[c->nfuncs++] = (struct function){name, system_name, filename, start_line};
   }
   return idx + 1;
@@ -492,10 +503,11 @@ static int location_lines(struct ctx *c, struct location *loc, const struct culp
       (struct lineref){(uint32_t)id, same_file(at_file, outer_file) ? at_line : 0};
 
   if (loc->map >= 0) {
-    c->map_has_filenames[loc->map] |= outer_file != NULL;
+    struct mapinfo *m = &c->maps[loc->map];
+    m->has_filenames |= outer_file != NULL;
     for (uint32_t k = 0; k < loc->nlines; k++)
-      c->map_has_lines[loc->map] |= loc->lines[k].line != 0;
-    c->map_has_inline[loc->map] |= pos->ninl != 0;
+      m->has_lines |= loc->lines[k].line != 0;
+    m->has_inline |= pos->ninl != 0;
   }
   return 0;
 }
@@ -554,8 +566,10 @@ static int sample_locations(struct ctx *c, const struct culpert__wsample *s, uin
     if (idx < 0)
       return -ENOMEM;
     if (!found) {
-      if (grow((void **)&c->locs, &c->cap_locs, c->nlocs, sizeof *c->locs))
+      void *g = grow(c->locs, &c->cap_locs, c->nlocs, sizeof *c->locs);
+      if (!g)
         return -ENOMEM;
+      c->locs = g;
       c->locs[c->nlocs++] = (struct location){.address = addr, .map = map};
     }
     ids[n++] = (uint64_t)idx + 1;
@@ -659,11 +673,195 @@ out:
   return rc;
 }
 
+/* The strings every profile has ("" first: index 0) and the comments,
+ * sorted by key. */
+static int prepare_strings(struct ctx *c)
+{
+  const struct culpert__wprofile *p = c->p;
+  static const char *const fixed[] = {"",      "alloc_objects", "count",       "alloc_space",
+                                      "bytes", "inuse_objects", "inuse_space", "samples",
+                                      "space", "span_name",     "span_id",     "span_parent_id"};
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+    if (strtab_intern(&c->strs, fixed[i]) < 0)
+      return -ENOMEM;
+  c->k_span_name = strtab_intern(&c->strs, "span_name");
+  c->k_span_id = strtab_intern(&c->strs, "span_id");
+  c->k_span_parent_id = strtab_intern(&c->strs, "span_parent_id");
+
+  c->comments = calloc(p->ncomments + 1, sizeof *c->comments);
+  if (!c->comments)
+    return -ENOMEM;
+  for (size_t i = 0; i < p->ncomments; i++)
+    if (p->comments[i])
+      c->comments[c->ncomments++] = p->comments[i];
+  qsort(c->comments, c->ncomments, sizeof *c->comments, comment_cmp);
+  for (size_t i = 0; i < c->ncomments; i++)
+    if (strtab_intern(&c->strs, c->comments[i]) < 0)
+      return -ENOMEM;
+  return 0;
+}
+
+/* Span path ids of the samples, then synthetic samples for the ancestors
+ * that have none of their own (up to the root). */
+static int assign_spans(struct ctx *c)
+{
+  const struct culpert__wprofile *p = c->p;
+  c->node_path = calloc(p->nspans + 1, sizeof *c->node_path);
+  c->chain = calloc(p->nspans + 1, sizeof *c->chain);
+  c->sample_path = calloc(p->nsamples + 1, sizeof *c->sample_path);
+  if (!c->node_path || !c->chain || !c->sample_path)
+    return -ENOMEM;
+  for (size_t i = 0; i < p->nsamples; i++) {
+    int64_t id = span_path(c, p->samples[i].span);
+    if (id < 0)
+      return -ENOMEM;
+    c->sample_path[i] = (uint32_t)id;
+    if (id)
+      c->paths[id - 1].has_samples = 1;
+  }
+  for (size_t id = 1; id <= c->npaths; id++) {
+    if (!c->paths[id - 1].has_samples)
+      continue;
+    for (uint32_t a = c->paths[id - 1].parent; a; a = c->paths[a - 1].parent) {
+      struct path *anc = &c->paths[a - 1];
+      if (anc->has_samples || anc->synthetic)
+        break;
+      anc->synthetic = 1;
+    }
+  }
+  return 0;
+}
+
+/* Mappings of the process, the locations of every stack, their functions
+ * and source positions. */
+static int collect_code(struct ctx *c)
+{
+  const struct culpert__wprofile *p = c->p;
+  int rc = culpert__symbolize_open(&c->sym);
+  if (rc)
+    return rc;
+  c->nmaps = culpert__symbolize_nmaps(c->sym);
+  c->maps = calloc(c->nmaps + 1, sizeof *c->maps);
+  c->sample_locs = calloc(p->nsamples + 1, sizeof *c->sample_locs);
+  c->sample_nlocs = calloc(p->nsamples + 1, sizeof *c->sample_nlocs);
+  if (!c->maps || !c->sample_locs || !c->sample_nlocs)
+    return -ENOMEM;
+  for (size_t i = 0; i < c->nmaps; i++) {
+    const struct culpert__smap *m = culpert__symbolize_map(c->sym, i);
+    c->maps[i].filename = strtab_intern(&c->strs, m->path);
+    c->maps[i].build_id = strtab_intern(&c->strs, m->build_id);
+    if (c->maps[i].filename < 0 || c->maps[i].build_id < 0)
+      return -ENOMEM;
+  }
+  for (size_t i = 0; i < p->nsamples; i++) {
+    const struct culpert__wsample *s = &p->samples[i];
+    if (s->depth && !s->ips)
+      continue;
+    c->sample_locs[i] = malloc(((size_t)s->depth + 1) * sizeof *c->sample_locs[i]);
+    if (!c->sample_locs[i])
+      return -ENOMEM;
+    rc = sample_locations(c, s, c->sample_locs[i], &c->sample_nlocs[i]);
+    if (rc)
+      return rc;
+  }
+  return resolve_locations(c);
+}
+
+/* Encodes the Profile message; every string is interned by now. Errors
+ * are left in b->err. */
+static void encode_profile(struct ctx *c, struct culpert__pbuf *b)
+{
+  const struct culpert__wprofile *p = c->p;
+  static const char *const types[NVALUES][2] = {{"alloc_objects", "count"},
+                                                {"alloc_space", "bytes"},
+                                                {"inuse_objects", "count"},
+                                                {"inuse_space", "bytes"},
+                                                {"samples", "count"}};
+  for (int i = 0; i < NVALUES; i++)
+    encode_value_type(b, PROFILE_SAMPLE_TYPE, strtab_intern(&c->strs, types[i][0]),
+                      strtab_intern(&c->strs, types[i][1]));
+
+  for (size_t i = 0; i < p->nsamples; i++) {
+    const struct culpert__wsample *s = &p->samples[i];
+    int64_t values[NVALUES] = {estimate(s->alloc_objects), estimate(s->alloc_bytes),
+                               estimate(s->inuse_objects), estimate(s->inuse_bytes),
+                               s->samples > INT64_MAX ? INT64_MAX : (int64_t)s->samples};
+    encode_sample(c, b, c->sample_locs[i], c->sample_nlocs[i], values, c->sample_path[i]);
+  }
+  for (size_t id = 1; id <= c->npaths; id++) {
+    static const int64_t zero[NVALUES] = {0};
+    if (c->paths[id - 1].synthetic)
+      encode_sample(c, b, NULL, 0, zero, (uint32_t)id);
+  }
+
+  for (size_t i = 0; i < c->nmaps; i++) {
+    const struct culpert__smap *m = culpert__symbolize_map(c->sym, i);
+    const struct mapinfo *mi = &c->maps[i];
+    size_t mark = culpert__pbenc_begin(b, PROFILE_MAPPING);
+    culpert__pbenc_uint64(b, MAPPING_ID, i + 1);
+    culpert__pbenc_uint64(b, MAPPING_MEMORY_START, m->start);
+    culpert__pbenc_uint64(b, MAPPING_MEMORY_LIMIT, m->limit);
+    culpert__pbenc_uint64(b, MAPPING_FILE_OFFSET, m->offset);
+    culpert__pbenc_int64(b, MAPPING_FILENAME, mi->filename);
+    if (mi->build_id)
+      culpert__pbenc_int64(b, MAPPING_BUILD_ID, mi->build_id);
+    culpert__pbenc_bool(b, MAPPING_HAS_FUNCTIONS, mi->has_functions);
+    culpert__pbenc_bool(b, MAPPING_HAS_FILENAMES, mi->has_filenames);
+    culpert__pbenc_bool(b, MAPPING_HAS_LINE_NUMBERS, mi->has_lines);
+    culpert__pbenc_bool(b, MAPPING_HAS_INLINE_FRAMES, mi->has_inline);
+    culpert__pbenc_end(b, mark);
+  }
+
+  for (size_t i = 0; i < c->nlocs; i++) {
+    const struct location *l = &c->locs[i];
+    size_t mark = culpert__pbenc_begin(b, PROFILE_LOCATION);
+    culpert__pbenc_uint64(b, LOCATION_ID, i + 1);
+    if (l->map >= 0)
+      culpert__pbenc_uint64(b, LOCATION_MAPPING_ID, (uint64_t)l->map + 1);
+    culpert__pbenc_uint64(b, LOCATION_ADDRESS, l->address);
+    for (uint32_t k = 0; k < l->nlines; k++) {
+      size_t lmark = culpert__pbenc_begin(b, LOCATION_LINE);
+      culpert__pbenc_uint64(b, LINE_FUNCTION_ID, l->lines[k].function);
+      if (l->lines[k].line)
+        culpert__pbenc_int64(b, LINE_LINE, l->lines[k].line);
+      culpert__pbenc_end(b, lmark);
+    }
+    culpert__pbenc_end(b, mark);
+  }
+
+  for (size_t i = 0; i < c->nfuncs; i++) {
+    const struct function *f = &c->funcs[i];
+    size_t mark = culpert__pbenc_begin(b, PROFILE_FUNCTION);
+    culpert__pbenc_uint64(b, FUNCTION_ID, i + 1);
+    culpert__pbenc_int64(b, FUNCTION_NAME, f->name);
+    culpert__pbenc_int64(b, FUNCTION_SYSTEM_NAME, f->system_name);
+    if (f->filename)
+      culpert__pbenc_int64(b, FUNCTION_FILENAME, f->filename);
+    if (f->start_line)
+      culpert__pbenc_int64(b, FUNCTION_START_LINE, f->start_line);
+    culpert__pbenc_end(b, mark);
+  }
+
+  for (size_t i = 0; i < c->strs.n; i++)
+    culpert__pbenc_bytes(b, PROFILE_STRING_TABLE, c->strs.strs[i], c->strs.lens[i]);
+
+  if (p->time_nanos)
+    culpert__pbenc_int64(b, PROFILE_TIME_NANOS, p->time_nanos);
+  if (p->duration_nanos)
+    culpert__pbenc_int64(b, PROFILE_DURATION_NANOS, p->duration_nanos);
+  encode_value_type(b, PROFILE_PERIOD_TYPE, strtab_intern(&c->strs, "space"),
+                    strtab_intern(&c->strs, "bytes"));
+  if (p->rate)
+    culpert__pbenc_int64(b, PROFILE_PERIOD, p->rate > INT64_MAX ? INT64_MAX : (int64_t)p->rate);
+  for (size_t i = 0; i < c->ncomments; i++)
+    culpert__pbenc_int64(b, PROFILE_COMMENT, strtab_intern(&c->strs, c->comments[i]));
+  culpert__pbenc_int64(b, PROFILE_DEFAULT_SAMPLE_TYPE, strtab_intern(&c->strs, "alloc_space"));
+}
+
 int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **out, size_t *len)
 {
   struct ctx c;
   struct culpert__pbuf b;
-  const char **comments = NULL;
   int rc = 0;
 
   memset(&c, 0, sizeof c);
@@ -676,198 +874,19 @@ int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **ou
     goto out;
   }
   c.p = p;
-
-  /* Strings every profile has; "" must be index 0. */
-  static const char *const fixed[] = {"",      "alloc_objects", "count",       "alloc_space",
-                                      "bytes", "inuse_objects", "inuse_space", "samples",
-                                      "space", "span_name",     "span_id",     "span_parent_id"};
-  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-    if (strtab_intern(&c.strs, fixed[i]) < 0) {
-      rc = -ENOMEM;
-      goto out;
-    }
-  c.k_span_name = strtab_intern(&c.strs, "span_name");
-  c.k_span_id = strtab_intern(&c.strs, "span_id");
-  c.k_span_parent_id = strtab_intern(&c.strs, "span_parent_id");
-
-  comments = calloc(p->ncomments + 1, sizeof *comments);
-  if (!comments) {
-    rc = -ENOMEM;
-    goto out;
-  }
-  size_t ncomments = 0;
-  for (size_t i = 0; i < p->ncomments; i++)
-    if (p->comments[i])
-      comments[ncomments++] = p->comments[i];
-  qsort(comments, ncomments, sizeof *comments, comment_cmp);
-  for (size_t i = 0; i < ncomments; i++)
-    if (strtab_intern(&c.strs, comments[i]) < 0) {
-      rc = -ENOMEM;
-      goto out;
-    }
-
-  /* Span paths of the samples, then their ancestors without samples. */
-  c.node_path = calloc(p->nspans + 1, sizeof *c.node_path);
-  c.chain = calloc(p->nspans + 1, sizeof *c.chain);
-  c.sample_path = calloc(p->nsamples + 1, sizeof *c.sample_path);
-  c.sample_locs = calloc(p->nsamples + 1, sizeof *c.sample_locs);
-  c.sample_nlocs = calloc(p->nsamples + 1, sizeof *c.sample_nlocs);
-  if (!c.node_path || !c.chain || !c.sample_path || !c.sample_locs || !c.sample_nlocs) {
-    rc = -ENOMEM;
-    goto out;
-  }
-  for (size_t i = 0; i < p->nsamples; i++) {
-    int64_t id = span_path(&c, p->samples[i].span);
-    if (id < 0) {
-      rc = -ENOMEM;
-      goto out;
-    }
-    c.sample_path[i] = (uint32_t)id;
-    if (id)
-      c.paths[id - 1].has_samples = 1;
-  }
-  for (size_t id = 1; id <= c.npaths; id++) {
-    if (!c.paths[id - 1].has_samples)
-      continue;
-    for (uint32_t a = c.paths[id - 1].parent; a; a = c.paths[a - 1].parent) {
-      struct path *anc = &c.paths[a - 1];
-      if (anc->has_samples || anc->synthetic)
-        break;
-      anc->synthetic = 1;
-    }
-  }
-
-  /* Mappings, locations and functions. */
-  rc = culpert__symbolize_open(&c.sym);
-  if (rc) {
-    goto out;
-  }
-  size_t nmaps = culpert__symbolize_nmaps(c.sym);
-  c.map_has_functions = calloc(nmaps + 1, 1);
-  c.map_has_filenames = calloc(nmaps + 1, 1);
-  c.map_has_lines = calloc(nmaps + 1, 1);
-  c.map_has_inline = calloc(nmaps + 1, 1);
-  if (!c.map_has_functions || !c.map_has_filenames || !c.map_has_lines || !c.map_has_inline) {
-    rc = -ENOMEM;
-    goto out;
-  }
-  for (size_t i = 0; i < p->nsamples; i++) {
-    const struct culpert__wsample *s = &p->samples[i];
-    if (s->depth && !s->ips)
-      continue;
-    c.sample_locs[i] = malloc(((size_t)s->depth + 1) * sizeof *c.sample_locs[i]);
-    if (!c.sample_locs[i] || sample_locations(&c, s, c.sample_locs[i], &c.sample_nlocs[i])) {
-      rc = -ENOMEM;
-      goto out;
-    }
-  }
-  rc = resolve_locations(&c);
+  rc = prepare_strings(&c);
+  if (rc == 0)
+    rc = assign_spans(&c);
+  if (rc == 0)
+    rc = collect_code(&c);
   if (rc)
     goto out;
-
-  /* Encode. */
-  encode_value_type(&b, PROFILE_SAMPLE_TYPE, strtab_intern(&c.strs, "alloc_objects"),
-                    strtab_intern(&c.strs, "count"));
-  encode_value_type(&b, PROFILE_SAMPLE_TYPE, strtab_intern(&c.strs, "alloc_space"),
-                    strtab_intern(&c.strs, "bytes"));
-  encode_value_type(&b, PROFILE_SAMPLE_TYPE, strtab_intern(&c.strs, "inuse_objects"),
-                    strtab_intern(&c.strs, "count"));
-  encode_value_type(&b, PROFILE_SAMPLE_TYPE, strtab_intern(&c.strs, "inuse_space"),
-                    strtab_intern(&c.strs, "bytes"));
-  encode_value_type(&b, PROFILE_SAMPLE_TYPE, strtab_intern(&c.strs, "samples"),
-                    strtab_intern(&c.strs, "count"));
-
-  for (size_t i = 0; i < p->nsamples; i++) {
-    const struct culpert__wsample *s = &p->samples[i];
-    int64_t values[NVALUES] = {estimate(s->alloc_objects), estimate(s->alloc_bytes),
-                               estimate(s->inuse_objects), estimate(s->inuse_bytes),
-                               s->samples > INT64_MAX ? INT64_MAX : (int64_t)s->samples};
-    encode_sample(&c, &b, c.sample_locs[i], c.sample_nlocs[i], values, c.sample_path[i]);
-  }
-  for (size_t id = 1; id <= c.npaths; id++) {
-    static const int64_t zero[NVALUES] = {0};
-    if (c.paths[id - 1].synthetic)
-      encode_sample(&c, &b, NULL, 0, zero, (uint32_t)id);
-  }
-
-  for (size_t i = 0; i < nmaps; i++) {
-    const struct culpert__smap *m = culpert__symbolize_map(c.sym, i);
-    int64_t filename = strtab_intern(&c.strs, m->path);
-    int64_t build_id = strtab_intern(&c.strs, m->build_id);
-    if (filename < 0 || build_id < 0) {
-      rc = -ENOMEM;
-      goto out;
-    }
-    size_t mark = culpert__pbenc_begin(&b, PROFILE_MAPPING);
-    culpert__pbenc_uint64(&b, MAPPING_ID, i + 1);
-    culpert__pbenc_uint64(&b, MAPPING_MEMORY_START, m->start);
-    culpert__pbenc_uint64(&b, MAPPING_MEMORY_LIMIT, m->limit);
-    culpert__pbenc_uint64(&b, MAPPING_FILE_OFFSET, m->offset);
-    culpert__pbenc_int64(&b, MAPPING_FILENAME, filename);
-    if (build_id)
-      culpert__pbenc_int64(&b, MAPPING_BUILD_ID, build_id);
-    culpert__pbenc_bool(&b, MAPPING_HAS_FUNCTIONS, c.map_has_functions[i]);
-    culpert__pbenc_bool(&b, MAPPING_HAS_FILENAMES, c.map_has_filenames[i]);
-    culpert__pbenc_bool(&b, MAPPING_HAS_LINE_NUMBERS, c.map_has_lines[i]);
-    culpert__pbenc_bool(&b, MAPPING_HAS_INLINE_FRAMES, c.map_has_inline[i]);
-    culpert__pbenc_end(&b, mark);
-  }
-
-  for (size_t i = 0; i < c.nlocs; i++) {
-    const struct location *l = &c.locs[i];
-    size_t mark = culpert__pbenc_begin(&b, PROFILE_LOCATION);
-    culpert__pbenc_uint64(&b, LOCATION_ID, i + 1);
-    if (l->map >= 0)
-      culpert__pbenc_uint64(&b, LOCATION_MAPPING_ID, (uint64_t)l->map + 1);
-    culpert__pbenc_uint64(&b, LOCATION_ADDRESS, l->address);
-    for (uint32_t k = 0; k < l->nlines; k++) {
-      size_t lmark = culpert__pbenc_begin(&b, LOCATION_LINE);
-      culpert__pbenc_uint64(&b, LINE_FUNCTION_ID, l->lines[k].function);
-      if (l->lines[k].line)
-        culpert__pbenc_int64(&b, LINE_LINE, l->lines[k].line);
-      culpert__pbenc_end(&b, lmark);
-    }
-    culpert__pbenc_end(&b, mark);
-  }
-
-  for (size_t i = 0; i < c.nfuncs; i++) {
-    const struct function *f = &c.funcs[i];
-    size_t mark = culpert__pbenc_begin(&b, PROFILE_FUNCTION);
-    culpert__pbenc_uint64(&b, FUNCTION_ID, i + 1);
-    culpert__pbenc_int64(&b, FUNCTION_NAME, f->name);
-    culpert__pbenc_int64(&b, FUNCTION_SYSTEM_NAME, f->system_name);
-    if (f->filename)
-      culpert__pbenc_int64(&b, FUNCTION_FILENAME, f->filename);
-    if (f->start_line)
-      culpert__pbenc_int64(&b, FUNCTION_START_LINE, f->start_line);
-    culpert__pbenc_end(&b, mark);
-  }
-
-  /* Every string is interned by now: the rest only refers to them. */
-  for (size_t i = 0; i < c.strs.n; i++)
-    culpert__pbenc_bytes(&b, PROFILE_STRING_TABLE, c.strs.strs[i], c.strs.lens[i]);
-
-  if (p->time_nanos)
-    culpert__pbenc_int64(&b, PROFILE_TIME_NANOS, p->time_nanos);
-  if (p->duration_nanos)
-    culpert__pbenc_int64(&b, PROFILE_DURATION_NANOS, p->duration_nanos);
-  encode_value_type(&b, PROFILE_PERIOD_TYPE, strtab_intern(&c.strs, "space"),
-                    strtab_intern(&c.strs, "bytes"));
-  if (p->rate)
-    culpert__pbenc_int64(&b, PROFILE_PERIOD, p->rate > INT64_MAX ? INT64_MAX : (int64_t)p->rate);
-  for (size_t i = 0; i < ncomments; i++)
-    culpert__pbenc_int64(&b, PROFILE_COMMENT, strtab_intern(&c.strs, comments[i]));
-  culpert__pbenc_int64(&b, PROFILE_DEFAULT_SAMPLE_TYPE, strtab_intern(&c.strs, "alloc_space"));
-
-  if (b.err) {
-    rc = b.err;
-    goto out;
-  }
-  rc = gzip(b.data, b.len, out, len);
+  encode_profile(&c, &b);
+  rc = b.err ? b.err : gzip(b.data, b.len, out, len);
 
 out:
   culpert__pbuf_free(&b);
-  free(comments);
+  free(c.comments);
   if (c.sample_locs)
     for (size_t i = 0; i < p->nsamples; i++)
       free(c.sample_locs[i]);
@@ -881,10 +900,7 @@ out:
     free(c.locs[i].lines);
   free(c.locs);
   free(c.funcs);
-  free(c.map_has_functions);
-  free(c.map_has_filenames);
-  free(c.map_has_lines);
-  free(c.map_has_inline);
+  free(c.maps);
   u64map_free(&c.path_index);
   u64map_free(&c.loc_index);
   u64map_free(&c.func_index);
