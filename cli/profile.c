@@ -302,11 +302,14 @@ out:
 
 /* ---- id maps ------------------------------------------------------------ */
 
-/* Open addressing map from a non-zero uint64 id to an index. */
+/* Map from a non-zero uint64 id to an index: open addressing, or, when the
+ * ids are exactly 1..n in file order (what culpert and Go write), the id
+ * itself. */
 struct idmap {
   uint64_t *keys; /* 0 = empty slot */
   uint32_t *vals;
   size_t mask;
+  size_t dense; /* non-zero: ids are 1..dense, index = id - 1 */
 };
 
 static uint64_t mix64(uint64_t x)
@@ -322,6 +325,7 @@ static uint64_t mix64(uint64_t x)
 static int idmap_init(struct idmap *m, struct arena *a, size_t n)
 {
   size_t cap = 16;
+  m->dense = 0;
   while (cap < n * 2)
     cap *= 2;
   m->keys = arena_calloc(a, cap, sizeof *m->keys);
@@ -346,6 +350,12 @@ static bool idmap_put(struct idmap *m, uint64_t id, uint32_t val)
 
 static bool idmap_get(const struct idmap *m, uint64_t id, uint32_t *val)
 {
+  if (m->dense) {
+    if (id == 0 || id > m->dense)
+      return false;
+    *val = (uint32_t)(id - 1);
+    return true;
+  }
   if (id == 0)
     return false;
   size_t i = (size_t)mix64(id) & m->mask;
@@ -359,17 +369,171 @@ static bool idmap_get(const struct idmap *m, uint64_t id, uint32_t *val)
   return false;
 }
 
+/* ---- the top-level wire walk -------------------------------------------- */
+
+/*
+ * The Profile message is walked here, field by field, and each sub-message
+ * is decoded on its own by protobuf-c: mappings, locations, functions and
+ * value types into the budgeted decode arena, samples one at a time into a
+ * scratch arena reset between samples. Memory stays proportional to the
+ * largest single message instead of the whole file, and the string table
+ * is copied straight into the model.
+ */
+enum {
+  F_SAMPLE_TYPE = 1,
+  F_SAMPLE = 2,
+  F_MAPPING = 3,
+  F_LOCATION = 4,
+  F_FUNCTION = 5,
+  F_STRING = 6,
+  F_DROP_FRAMES = 7,
+  F_KEEP_FRAMES = 8,
+  F_TIME = 9,
+  F_DURATION = 10,
+  F_PERIOD_TYPE = 11,
+  F_PERIOD = 12,
+  F_COMMENT = 13,
+  F_DEFAULT_TYPE = 14,
+  F_DOC_URL = 15,
+};
+
+struct field {
+  uint64_t num;
+  unsigned wt;          /* wire type */
+  uint64_t v;           /* varint value (wt 0) */
+  const uint8_t *data;  /* payload (wt 2) */
+  size_t len;
+};
+
+static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+  uint64_t r = 0;
+  for (unsigned shift = 0; shift < 64; shift += 7) {
+    if (*p == end)
+      return false;
+    uint8_t byte = *(*p)++;
+    r |= (uint64_t)(byte & 0x7f) << shift;
+    if (!(byte & 0x80)) {
+      *v = r;
+      return true;
+    }
+  }
+  return false; /* more than 10 bytes */
+}
+
+/* Read one field at *p. Returns 1, 0 at the end, -1 on malformed data. */
+static int next_field(const uint8_t **p, const uint8_t *end, struct field *f)
+{
+  uint64_t tag;
+  if (*p == end)
+    return 0;
+  if (!get_varint(p, end, &tag) || (tag >> 3) == 0)
+    return -1;
+  f->num = tag >> 3;
+  f->wt = (unsigned)(tag & 7);
+  switch (f->wt) {
+  case 0:
+    return get_varint(p, end, &f->v) ? 1 : -1;
+  case 1:
+    if (end - *p < 8)
+      return -1;
+    *p += 8;
+    return 1;
+  case 5:
+    if (end - *p < 4)
+      return -1;
+    *p += 4;
+    return 1;
+  case 2:
+    if (!get_varint(p, end, &f->v) || f->v > (uint64_t)(end - *p))
+      return -1;
+    f->data = *p;
+    f->len = (size_t)f->v;
+    *p += f->len;
+    return 1;
+  default:
+    return -1; /* groups and reserved wire types: not pprof */
+  }
+}
+
+/* The wire type a known Profile field must have (-1: any, unknown field). */
+static int field_wire_type(uint64_t num)
+{
+  switch (num) {
+  case F_SAMPLE_TYPE: case F_SAMPLE: case F_MAPPING: case F_LOCATION: case F_FUNCTION:
+  case F_STRING: case F_PERIOD_TYPE:
+    return 2;
+  case F_DROP_FRAMES: case F_KEEP_FRAMES: case F_TIME: case F_DURATION: case F_PERIOD:
+  case F_DEFAULT_TYPE: case F_DOC_URL:
+    return 0;
+  case F_COMMENT:
+    return -2; /* varint, or packed varints */
+  default:
+    return -1;
+  }
+}
+
+/* Counts of the repeated fields, from a first walk that also checks the
+ * wire structure. */
+struct counts {
+  size_t sample_type, sample, mapping, location, function, string, comment;
+};
+
+static int count_fields(const uint8_t *buf, size_t len, struct counts *c)
+{
+  const uint8_t *p = buf, *end = buf + len;
+  struct field f;
+  int r;
+  memset(c, 0, sizeof *c);
+  while ((r = next_field(&p, end, &f)) == 1) {
+    int want = field_wire_type(f.num);
+    if (want >= 0 && (unsigned)want != f.wt)
+      return -1;
+    switch (f.num) {
+    case F_SAMPLE_TYPE: c->sample_type++; break;
+    case F_SAMPLE: c->sample++; break;
+    case F_MAPPING: c->mapping++; break;
+    case F_LOCATION: c->location++; break;
+    case F_FUNCTION: c->function++; break;
+    case F_STRING: c->string++; break;
+    case F_COMMENT:
+      if (f.wt == 0) {
+        c->comment++;
+      } else if (f.wt == 2) {
+        const uint8_t *q = f.data, *qend = f.data + f.len;
+        uint64_t v;
+        while (q < qend) {
+          if (!get_varint(&q, qend, &v))
+            return -1;
+          c->comment++;
+        }
+      } else {
+        return -1;
+      }
+      break;
+    default: break;
+    }
+  }
+  return r;
+}
+
 /* ---- building the model ------------------------------------------------- */
 
 struct builder {
-  const pb_profile *pb;
+  pb_profile *pb; /* everything but samples and strings, decoded */
   struct culpert__profile *p;
-  struct arena *a;
+  struct arena *a;       /* the model */
+  struct arena *pb_arena; /* decoded sub-messages */
+  const uint8_t *buf;    /* the decompressed Profile */
+  size_t buflen;
+  size_t nsamples;       /* Sample fields in buf */
+  bool gzipped;
   const char *name;
   char *err;
   size_t errlen;
-  char **strings; /* copy of the string table in the model arena */
+  char **strings; /* the string table, copied into the model arena */
   size_t nstrings;
+  int64_t k_span_name, k_span_id, k_span_parent; /* their string indices, -1 if absent */
 };
 
 static int64_t sat_add(int64_t a, int64_t b)
@@ -378,6 +542,12 @@ static int64_t sat_add(int64_t a, int64_t b)
   if (__builtin_add_overflow(a, b, &r))
     return b > 0 ? INT64_MAX : INT64_MIN;
   return r;
+}
+
+static int decode_failed(struct builder *b, const char *where)
+{
+  return fail(b->err, b->errlen, b->name, -EINVAL, "not a pprof profile (protobuf decoding failed%s%s)",
+              where, b->gzipped ? " after gunzip" : "");
 }
 
 /* Resolve string index `idx` into *s, or fail naming `what`. */
@@ -391,38 +561,126 @@ static int str_at(struct builder *b, int64_t idx, const char **s, const char *wh
   return 0;
 }
 
-static int nomem(struct builder *b)
+static int nomem(struct builder *b, const struct arena *a)
 {
-  if (b->a->over_budget)
+  if (a->over_budget)
     return fail(b->err, b->errlen, b->name, -EFBIG,
                 "profile is too large to load (needs more than %zu MiB of memory)",
-                b->a->budget >> 20);
+                a->budget >> 20);
   return fail(b->err, b->errlen, b->name, -ENOMEM, "out of memory loading the profile");
 }
 
-static int copy_strings(struct builder *b)
+/* Decode one sub-message with protobuf-c into `a`; NULL on failure. */
+static void *unpack(const ProtobufCMessageDescriptor *d, struct arena *a, const struct field *f)
 {
-  const pb_profile *pb = b->pb;
-  if (pb->n_string_table == 0)
+  ProtobufCAllocator alloc = {pb_alloc, pb_free, a};
+  return protobuf_c_message_unpack(d, &alloc, f->len, f->data);
+}
+
+/* Second walk: decode everything but the samples into b->pb, copy strings. */
+static int decode_header(struct builder *b, const struct counts *c)
+{
+  pb_profile *pb = arena_calloc(b->pb_arena, 1, sizeof *pb);
+  if (!pb)
+    return nomem(b, b->pb_arena);
+  perftools__profiles__profile__init(pb);
+  b->pb = pb;
+  pb->sample_type = arena_calloc(b->pb_arena, c->sample_type + 1, sizeof *pb->sample_type);
+  pb->mapping = arena_calloc(b->pb_arena, c->mapping + 1, sizeof *pb->mapping);
+  pb->location = arena_calloc(b->pb_arena, c->location + 1, sizeof *pb->location);
+  pb->function = arena_calloc(b->pb_arena, c->function + 1, sizeof *pb->function);
+  pb->comment = arena_calloc(b->pb_arena, c->comment + 1, sizeof *pb->comment);
+  b->strings = arena_calloc(b->a, c->string + 1, sizeof *b->strings);
+  if (!pb->sample_type || !pb->mapping || !pb->location || !pb->function || !pb->comment)
+    return nomem(b, b->pb_arena);
+  if (!b->strings)
+    return nomem(b, b->a);
+
+  const uint8_t *p = b->buf, *end = b->buf + b->buflen;
+  struct field f;
+  while (next_field(&p, end, &f) == 1) {
+    switch (f.num) {
+    case F_SAMPLE_TYPE:
+    case F_PERIOD_TYPE: {
+      Perftools__Profiles__ValueType *vt =
+          unpack(&perftools__profiles__value_type__descriptor, b->pb_arena, &f);
+      if (!vt)
+        return b->pb_arena->over_budget ? nomem(b, b->pb_arena) : decode_failed(b, " in a value type");
+      if (f.num == F_SAMPLE_TYPE)
+        pb->sample_type[pb->n_sample_type++] = vt;
+      else
+        pb->period_type = vt; /* the last one wins */
+      break;
+    }
+    case F_MAPPING:
+      if (!(pb->mapping[pb->n_mapping] =
+                unpack(&perftools__profiles__mapping__descriptor, b->pb_arena, &f)))
+        return b->pb_arena->over_budget ? nomem(b, b->pb_arena) : decode_failed(b, " in a mapping");
+      pb->n_mapping++;
+      break;
+    case F_LOCATION:
+      if (!(pb->location[pb->n_location] =
+                unpack(&perftools__profiles__location__descriptor, b->pb_arena, &f)))
+        return b->pb_arena->over_budget ? nomem(b, b->pb_arena) : decode_failed(b, " in a location");
+      pb->n_location++;
+      break;
+    case F_FUNCTION:
+      if (!(pb->function[pb->n_function] =
+                unpack(&perftools__profiles__function__descriptor, b->pb_arena, &f)))
+        return b->pb_arena->over_budget ? nomem(b, b->pb_arena) : decode_failed(b, " in a function");
+      pb->n_function++;
+      break;
+    case F_STRING: {
+      /* C strings: an embedded NUL ends the string, as with protobuf-c. */
+      char *s = arena_alloc(b->a, f.len + 1);
+      if (!s)
+        return nomem(b, b->a);
+      memcpy(s, f.data, f.len);
+      s[f.len] = '\0';
+      b->strings[b->nstrings++] = s;
+      break;
+    }
+    case F_COMMENT:
+      if (f.wt == 0) {
+        pb->comment[pb->n_comment++] = (int64_t)f.v;
+      } else {
+        const uint8_t *q = f.data, *qend = f.data + f.len;
+        uint64_t v;
+        while (q < qend && get_varint(&q, qend, &v))
+          pb->comment[pb->n_comment++] = (int64_t)v;
+      }
+      break;
+    case F_DROP_FRAMES: pb->drop_frames = (int64_t)f.v; break;
+    case F_KEEP_FRAMES: pb->keep_frames = (int64_t)f.v; break;
+    case F_TIME: pb->time_nanos = (int64_t)f.v; break;
+    case F_DURATION: pb->duration_nanos = (int64_t)f.v; break;
+    case F_PERIOD: pb->period = (int64_t)f.v; break;
+    case F_DEFAULT_TYPE: pb->default_sample_type = (int64_t)f.v; break;
+    case F_DOC_URL: pb->doc_url = (int64_t)f.v; break;
+    default: break;
+    }
+  }
+  b->nsamples = c->sample;
+  return 0;
+}
+
+static int check_strings(struct builder *b)
+{
+  if (b->nstrings == 0)
     return fail(b->err, b->errlen, b->name, -EINVAL,
                 "string table is empty (string_table[0] must be \"\")");
-  if (pb->string_table[0][0] != '\0')
+  if (b->strings[0][0] != '\0')
     return fail(b->err, b->errlen, b->name, -EINVAL,
                 "string_table[0] must be the empty string");
-  size_t total = 0;
-  for (size_t i = 0; i < pb->n_string_table; i++)
-    total += strlen(pb->string_table[i]) + 1;
-  b->strings = arena_alloc(b->a, pb->n_string_table * sizeof *b->strings);
-  char *blob = arena_alloc(b->a, total);
-  if (!b->strings || !blob)
-    return nomem(b);
-  for (size_t i = 0; i < pb->n_string_table; i++) {
-    size_t n = strlen(pb->string_table[i]) + 1;
-    memcpy(blob, pb->string_table[i], n);
-    b->strings[i] = blob;
-    blob += n;
+  b->k_span_name = b->k_span_id = b->k_span_parent = -1;
+  for (size_t i = b->nstrings; i-- > 1;) {
+    if (strcmp(b->strings[i], "span_name") == 0)
+      b->k_span_name = (int64_t)i;
+    else if (strcmp(b->strings[i], "span_id") == 0)
+      b->k_span_id = (int64_t)i;
+    else if (strcmp(b->strings[i], "span_parent_id") == 0)
+      b->k_span_parent = (int64_t)i;
   }
-  b->nstrings = pb->n_string_table;
   return 0;
 }
 
@@ -537,7 +795,7 @@ static int load_comments(struct builder *b)
   p->metadata = arena_calloc(b->a, n ? n : 1, sizeof *p->metadata);
   p->notes = arena_calloc(b->a, n ? n : 1, sizeof *p->notes);
   if (!p->props || !p->metadata || !p->notes)
-    return nomem(b);
+    return nomem(b, b->a);
   for (size_t i = 0; i < n; i++) {
     const char *c;
     if ((rc = str_at(b, pb->comment[i], &c, "a comment")))
@@ -545,13 +803,13 @@ static int load_comments(struct builder *b)
     const char *eq = strchr(c, '=');
     if (!eq || eq == c) {
       if (!(p->notes[p->nnotes++] = arena_strdup(b->a, c)))
-        return nomem(b);
+        return nomem(b, b->a);
       continue;
     }
     size_t klen = (size_t)(eq - c);
     char *kv = arena_alloc(b->a, strlen(c) + 1);
     if (!kv)
-      return nomem(b);
+      return nomem(b, b->a);
     memcpy(kv, c, strlen(c) + 1);
     kv[klen] = '\0';
     struct culpert__kv item = {kv, kv + klen + 1};
@@ -583,11 +841,14 @@ static int load_locations(struct builder *b, struct idmap *locs, uint32_t **loc_
     return fail(b->err, b->errlen, b->name, -EFBIG, "too many locations, functions or mappings");
   if (idmap_init(&funcs, b->a, pb->n_function) || idmap_init(&maps, b->a, pb->n_mapping) ||
       idmap_init(locs, b->a, pb->n_location))
-    return nomem(b);
+    return nomem(b, b->a);
+  bool dense_locs = true;
+  for (size_t i = 0; i < pb->n_location && dense_locs; i++)
+    dense_locs = pb->location[i]->id == i + 1;
 
   const char **map_names = arena_calloc(b->a, pb->n_mapping + 1, sizeof *map_names);
   if (!map_names)
-    return nomem(b);
+    return nomem(b, b->a);
   for (size_t i = 0; i < pb->n_mapping; i++) {
     const pb_mapping *m = pb->mapping[i];
     const char *s;
@@ -605,7 +866,7 @@ static int load_locations(struct builder *b, struct idmap *locs, uint32_t **loc_
   const char **fn_names = arena_calloc(b->a, pb->n_function + 1, sizeof *fn_names);
   const char **fn_files = arena_calloc(b->a, pb->n_function + 1, sizeof *fn_files);
   if (!fn_names || !fn_files)
-    return nomem(b);
+    return nomem(b, b->a);
   for (size_t i = 0; i < pb->n_function; i++) {
     const pb_function *f = pb->function[i];
     const char *name, *sys, *file;
@@ -634,7 +895,7 @@ static int load_locations(struct builder *b, struct idmap *locs, uint32_t **loc_
   uint32_t *loc_count = arena_alloc(b->a, (pb->n_location + 1) * sizeof *loc_count);
   p->frames = arena_calloc(b->a, nframes ? nframes : 1, sizeof *p->frames);
   if (!loc_first || !loc_count || !p->frames)
-    return nomem(b);
+    return nomem(b, b->a);
 
   size_t fi = 0;
   for (size_t i = 0; i < pb->n_location; i++) {
@@ -642,7 +903,7 @@ static int load_locations(struct builder *b, struct idmap *locs, uint32_t **loc_
     uint32_t idx;
     if (l->id == 0)
       return fail(b->err, b->errlen, b->name, -EINVAL, "location %zu has id 0", i + 1);
-    if (!idmap_put(locs, l->id, (uint32_t)i))
+    if (!dense_locs && !idmap_put(locs, l->id, (uint32_t)i))
       return fail(b->err, b->errlen, b->name, -EINVAL, "location id %" PRIu64 " is not unique",
                   l->id);
     const char *mapping = NULL;
@@ -680,7 +941,7 @@ static int load_locations(struct builder *b, struct idmap *locs, uint32_t **loc_
           char tmp[32];
           snprintf(tmp, sizeof tmp, "0x%" PRIx64, l->address);
           if (!(hex = arena_strdup(b->a, tmp)))
-            return nomem(b);
+            return nomem(b, b->a);
         }
         fname = hex;
       }
@@ -688,6 +949,8 @@ static int load_locations(struct builder *b, struct idmap *locs, uint32_t **loc_
     }
     loc_count[i] = (uint32_t)nl;
   }
+  if (dense_locs)
+    locs->dense = pb->n_location;
   p->nframes = fi;
   *loc_first_out = loc_first;
   *loc_count_out = loc_count;
@@ -699,89 +962,144 @@ static int64_t value_at(const pb_sample *s, long idx)
   return idx >= 0 ? s->value[idx] : 0;
 }
 
+/* One decoded Sample into p->samples[i]. */
+static int load_sample(struct builder *b, const struct value_index *vi, const struct idmap *locs,
+                       const uint32_t *loc_first, const uint32_t *loc_count, const pb_sample *s,
+                       size_t i)
+{
+  struct culpert__profile *p = b->p;
+  struct culpert__sample *out = &p->samples[i];
+  int rc;
+
+  if (s->n_value != b->pb->n_sample_type)
+    return fail(b->err, b->errlen, b->name, -EINVAL,
+                "sample %zu has %zu values but the profile has %zu sample types", i + 1,
+                s->n_value, b->pb->n_sample_type);
+
+  size_t total = 0;
+  for (size_t j = 0; j < s->n_location_id; j++) {
+    uint32_t li;
+    if (!idmap_get(locs, s->location_id[j], &li))
+      return fail(b->err, b->errlen, b->name, -EINVAL,
+                  "sample %zu refers to location id %" PRIu64 ", which does not exist", i + 1,
+                  s->location_id[j]);
+    total += loc_count[li];
+    if (total > UINT32_MAX / 2)
+      return fail(b->err, b->errlen, b->name, -EFBIG, "sample %zu has too many frames", i + 1);
+  }
+  uint32_t *frames = arena_alloc(b->a, (total ? total : 1) * sizeof *frames);
+  if (!frames)
+    return nomem(b, b->a);
+  size_t k = 0;
+  for (size_t j = 0; j < s->n_location_id; j++) {
+    uint32_t li = 0;
+    idmap_get(locs, s->location_id[j], &li);
+    for (uint32_t m = 0; m < loc_count[li]; m++)
+      frames[k++] = loc_first[li] + m;
+  }
+  out->frames = frames;
+  out->nframes = (uint32_t)k;
+
+  for (size_t j = 0; j < s->n_label; j++) {
+    const Perftools__Profiles__Label *l = s->label[j];
+    const char *key, *str, *unit;
+    if ((rc = str_at(b, l->key, &key, "a sample label key")) ||
+        (rc = str_at(b, l->str, &str, "a sample label value")) ||
+        (rc = str_at(b, l->num_unit, &unit, "a sample label unit")))
+      return rc;
+    /* Compare indices first; strcmp only for duplicate key strings. */
+    if (l->key == b->k_span_name || (l->key != b->k_span_id && l->key != b->k_span_parent &&
+                                     strcmp(key, "span_name") == 0)) {
+      if (!out->span_name && str[0])
+        out->span_name = str;
+    } else if (l->key == b->k_span_id || (l->key != b->k_span_parent &&
+                                          strcmp(key, "span_id") == 0)) {
+      if (!out->span_id)
+        out->span_id = l->num;
+    } else if (l->key == b->k_span_parent || strcmp(key, "span_parent_id") == 0) {
+      if (!out->span_parent_id)
+        out->span_parent_id = l->num;
+    }
+  }
+
+  out->bytes = value_at(s, vi->bytes);
+  out->objects = value_at(s, vi->objects);
+  out->inuse_bytes = value_at(s, vi->inuse_bytes);
+  out->inuse_objects = value_at(s, vi->inuse_objects);
+  out->samples = value_at(s, vi->samples);
+  p->total_bytes = sat_add(p->total_bytes, out->bytes);
+  p->total_objects = sat_add(p->total_objects, out->objects);
+  p->total_inuse_bytes = sat_add(p->total_inuse_bytes, out->inuse_bytes);
+  p->total_inuse_objects = sat_add(p->total_inuse_objects, out->inuse_objects);
+  p->total_samples = sat_add(p->total_samples, out->samples);
+  return 0;
+}
+
+/* Forget everything in `a` but keep its newest chunk for reuse. */
+static void arena_reset(struct arena *a)
+{
+  if (!a->head)
+    return;
+  struct chunk *keep = a->head, *c = keep->next;
+  while (c) {
+    struct chunk *next = c->next;
+    free(c);
+    c = next;
+  }
+  keep->next = NULL;
+  keep->used = 0;
+  a->total = keep->size;
+  a->over_budget = false;
+}
+
+/* Third walk: decode the samples one at a time into a scratch arena. */
 static int load_samples(struct builder *b, const struct value_index *vi, const struct idmap *locs,
                         const uint32_t *loc_first, const uint32_t *loc_count)
 {
-  const pb_profile *pb = b->pb;
   struct culpert__profile *p = b->p;
-  int rc;
+  struct arena scratch = {0};
+  const uint8_t *q = b->buf, *end = b->buf + b->buflen;
+  struct field f;
+  size_t i = 0;
+  int rc = 0;
 
-  p->samples = arena_calloc(b->a, pb->n_sample ? pb->n_sample : 1, sizeof *p->samples);
+  p->samples = arena_calloc(b->a, b->nsamples ? b->nsamples : 1, sizeof *p->samples);
   if (!p->samples)
-    return nomem(b);
-  for (size_t i = 0; i < pb->n_sample; i++) {
-    const pb_sample *s = pb->sample[i];
-    struct culpert__sample *out = &p->samples[i];
-    if (s->n_value != pb->n_sample_type)
-      return fail(b->err, b->errlen, b->name, -EINVAL,
-                  "sample %zu has %zu values but the profile has %zu sample types", i + 1,
-                  s->n_value, pb->n_sample_type);
-
-    size_t total = 0;
-    for (size_t j = 0; j < s->n_location_id; j++) {
-      uint32_t li;
-      if (!idmap_get(locs, s->location_id[j], &li))
-        return fail(b->err, b->errlen, b->name, -EINVAL,
-                    "sample %zu refers to location id %" PRIu64 ", which does not exist",
-                    i + 1, s->location_id[j]);
-      total += loc_count[li];
-      if (total > UINT32_MAX / 2)
-        return fail(b->err, b->errlen, b->name, -EFBIG, "sample %zu has too many frames", i + 1);
+    return nomem(b, b->a);
+  while (next_field(&q, end, &f) == 1) {
+    if (f.num != F_SAMPLE)
+      continue;
+    arena_reset(&scratch);
+    scratch.budget = DECODE_BASE_BYTES + f.len * DECODE_BYTES_PER_INPUT_BYTE;
+    pb_sample *s = unpack(&perftools__profiles__sample__descriptor, &scratch, &f);
+    if (!s) {
+      rc = scratch.over_budget ? nomem(b, &scratch) : decode_failed(b, " in a sample");
+      goto out;
     }
-    uint32_t *frames = arena_alloc(b->a, (total ? total : 1) * sizeof *frames);
-    if (!frames)
-      return nomem(b);
-    size_t k = 0;
-    for (size_t j = 0; j < s->n_location_id; j++) {
-      uint32_t li = 0;
-      idmap_get(locs, s->location_id[j], &li);
-      for (uint32_t m = 0; m < loc_count[li]; m++)
-        frames[k++] = loc_first[li] + m;
-    }
-    out->frames = frames;
-    out->nframes = (uint32_t)k;
-
-    for (size_t j = 0; j < s->n_label; j++) {
-      const Perftools__Profiles__Label *l = s->label[j];
-      const char *key, *str, *unit;
-      if ((rc = str_at(b, l->key, &key, "a sample label key")) ||
-          (rc = str_at(b, l->str, &str, "a sample label value")) ||
-          (rc = str_at(b, l->num_unit, &unit, "a sample label unit")))
-        return rc;
-      if (strcmp(key, "span_name") == 0 && !out->span_name && str[0])
-        out->span_name = str;
-      else if (strcmp(key, "span_id") == 0 && !out->span_id)
-        out->span_id = l->num;
-      else if (strcmp(key, "span_parent_id") == 0 && !out->span_parent_id)
-        out->span_parent_id = l->num;
-    }
-
-    out->bytes = value_at(s, vi->bytes);
-    out->objects = value_at(s, vi->objects);
-    out->inuse_bytes = value_at(s, vi->inuse_bytes);
-    out->inuse_objects = value_at(s, vi->inuse_objects);
-    out->samples = value_at(s, vi->samples);
-    p->total_bytes = sat_add(p->total_bytes, out->bytes);
-    p->total_objects = sat_add(p->total_objects, out->objects);
-    p->total_inuse_bytes = sat_add(p->total_inuse_bytes, out->inuse_bytes);
-    p->total_inuse_objects = sat_add(p->total_inuse_objects, out->inuse_objects);
-    p->total_samples = sat_add(p->total_samples, out->samples);
+    if ((rc = load_sample(b, vi, locs, loc_first, loc_count, s, i)))
+      goto out;
+    i++;
   }
-  p->nsamples = pb->n_sample;
-  return 0;
+  p->nsamples = i;
+out:
+  arena_free(&scratch);
+  return rc;
 }
 
 static int build_model(struct builder *b)
 {
   struct value_index vi = {-1, -1, -1, -1, -1};
   struct idmap locs = {0};
+  struct counts c;
   uint32_t *loc_first = NULL, *loc_count = NULL;
   int rc;
-  if ((rc = copy_strings(b)) || (rc = check_header(b)) || (rc = pick_values(b, &vi)) ||
-      (rc = load_comments(b)) || (rc = load_locations(b, &locs, &loc_first, &loc_count)) ||
-      (rc = load_samples(b, &vi, &locs, loc_first, loc_count)))
+  if (count_fields(b->buf, b->buflen, &c) != 0)
+    return decode_failed(b, "");
+  if ((rc = decode_header(b, &c)) || (rc = check_strings(b)) || (rc = check_header(b)) ||
+      (rc = pick_values(b, &vi)) || (rc = load_comments(b)) ||
+      (rc = load_locations(b, &locs, &loc_first, &loc_count)))
     return rc;
-  return 0;
+  return load_samples(b, &vi, &locs, loc_first, loc_count);
 }
 
 /* ---- entry points ------------------------------------------------------- */
@@ -795,10 +1113,12 @@ int culpert__profile_load_buffer(const void *data, size_t len, const char *name,
   struct arena pb_arena = {0};
   struct arena *model = NULL;
   struct culpert__profile *p = NULL;
-  pb_profile *pb = NULL;
+  bool gzipped = is_gzip(data, len);
   int rc = 0;
 
   *out = NULL;
+  if (err && errlen)
+    err[0] = '\0';
   if (len == 0) {
     rc = fail(err, errlen, name, -EINVAL, "file is empty, not a profile");
     goto out;
@@ -808,7 +1128,7 @@ int culpert__profile_load_buffer(const void *data, size_t len, const char *name,
               CULPERT_PROFILE_MAX_BYTES >> 20);
     goto out;
   }
-  if (is_gzip(raw, len)) {
+  if (gzipped) {
     rc = gunzip(raw, len, CULPERT_PROFILE_MAX_BYTES, name, &inflated, &rawlen, err, errlen);
     if (rc)
       goto out;
@@ -819,38 +1139,24 @@ int culpert__profile_load_buffer(const void *data, size_t len, const char *name,
     }
   }
 
-  pb_arena.budget = DECODE_BASE_BYTES + rawlen * DECODE_BYTES_PER_INPUT_BYTE;
-  if (pb_arena.budget > CULPERT_DECODE_MAX_BYTES)
-    pb_arena.budget = CULPERT_DECODE_MAX_BYTES;
-  ProtobufCAllocator alloc = {pb_alloc, pb_free, &pb_arena};
-  pb = perftools__profiles__profile__unpack(&alloc, rawlen, raw);
-  free(inflated);
-  inflated = NULL;
-  if (!pb) {
-    if (pb_arena.over_budget)
-      rc = fail(err, errlen, name, -EFBIG,
-                "profile is too large to decode (needs more than %zu MiB of memory)",
-                pb_arena.budget >> 20);
-    else
-      rc = fail(err, errlen, name, -EINVAL,
-                "not a pprof profile (protobuf decoding failed%s)",
-                is_gzip(data, len) ? " after gunzip" : "");
-    goto out;
-  }
-
+  size_t budget = DECODE_BASE_BYTES + rawlen * DECODE_BYTES_PER_INPUT_BYTE;
+  if (budget > CULPERT_DECODE_MAX_BYTES)
+    budget = CULPERT_DECODE_MAX_BYTES;
+  pb_arena.budget = budget;
   model = calloc(1, sizeof *model);
   if (!model) {
     rc = fail(err, errlen, name, -ENOMEM, "out of memory loading the profile");
     goto out;
   }
-  model->budget = pb_arena.budget;
+  model->budget = budget;
   p = arena_calloc(model, 1, sizeof *p);
   if (!p || !(p->path = arena_strdup(model, name))) {
     rc = fail(err, errlen, name, -ENOMEM, "out of memory loading the profile");
     goto out;
   }
   p->arena_ = model;
-  struct builder b = {.pb = pb, .p = p, .a = model, .name = name, .err = err, .errlen = errlen};
+  struct builder b = {.p = p, .a = model, .pb_arena = &pb_arena, .buf = raw, .buflen = rawlen,
+                      .gzipped = gzipped, .name = name, .err = err, .errlen = errlen};
   rc = build_model(&b);
 out:
   free(inflated);

@@ -111,18 +111,76 @@ fail:
   return NULL;
 }
 
-static int rec_cmp(const void *x, const void *y)
+/* Distinct span ids -> records, open addressing over record indices. */
+struct recs {
+  struct span_rec *v;
+  size_t n, cap;
+  uint32_t *slots; /* index + 1; 0 = empty */
+  size_t mask;
+};
+
+static size_t id_hash(int64_t id)
 {
-  const struct span_rec *a = x, *b = y;
-  return (a->id > b->id) - (a->id < b->id);
+  uint64_t x = (uint64_t)id * 0x9E3779B97F4A7C15ULL;
+  return (size_t)(x ^ (x >> 29));
 }
 
-static struct span_rec *find_rec(struct span_rec *recs, size_t n, int64_t id)
+static int recs_grow_slots(struct recs *r)
 {
-  if (id == 0)
+  size_t cap = r->slots ? (r->mask + 1) * 2 : 256;
+  uint32_t *slots = calloc(cap, sizeof *slots);
+  if (!slots)
+    return -ENOMEM;
+  for (size_t i = 0; i < r->n; i++) {
+    size_t j = id_hash(r->v[i].id) & (cap - 1);
+    while (slots[j])
+      j = (j + 1) & (cap - 1);
+    slots[j] = (uint32_t)i + 1;
+  }
+  free(r->slots);
+  r->slots = slots;
+  r->mask = cap - 1;
+  return 0;
+}
+
+static struct span_rec *find_rec(const struct recs *r, int64_t id)
+{
+  if (id == 0 || !r->slots)
     return NULL;
-  struct span_rec key = {.id = id};
-  return bsearch(&key, recs, n, sizeof *recs, rec_cmp);
+  size_t j = id_hash(id) & r->mask;
+  while (r->slots[j]) {
+    struct span_rec *rec = &r->v[r->slots[j] - 1];
+    if (rec->id == id)
+      return rec;
+    j = (j + 1) & r->mask;
+  }
+  return NULL;
+}
+
+/* Record span `id` unless already known: the first sample in the file
+ * wins when samples disagree about an id's name or parent. */
+static int recs_add(struct recs *r, int64_t id, int64_t parent, const char *name)
+{
+  if (find_rec(r, id))
+    return 0;
+  if (r->n >= UINT32_MAX - 1)
+    return -ENOMEM;
+  if (r->n == r->cap) {
+    size_t cap = r->cap ? r->cap * 2 : 64;
+    struct span_rec *v = realloc(r->v, cap * sizeof *v);
+    if (!v)
+      return -ENOMEM;
+    r->v = v;
+    r->cap = cap;
+  }
+  r->v[r->n++] = (struct span_rec){id, parent, name, NULL, 0};
+  if (!r->slots || r->n * 2 > r->mask + 1)
+    return recs_grow_slots(r);
+  size_t j = id_hash(id) & r->mask;
+  while (r->slots[j])
+    j = (j + 1) & r->mask;
+  r->slots[j] = (uint32_t)r->n;
+  return 0;
 }
 
 /*
@@ -130,7 +188,7 @@ static struct span_rec *find_rec(struct span_rec *recs, size_t n, int64_t id)
  * already resolved, is a root, has an unknown parent, or closes a cycle;
  * then create the nodes top-down. `chain` has room for every record.
  */
-static struct culpert__span_node *resolve(struct tree *t, struct span_rec *recs, size_t nrecs,
+static struct culpert__span_node *resolve(struct tree *t, const struct recs *recs,
                                           struct span_rec *r, struct span_rec **chain,
                                           size_t stamp)
 {
@@ -141,7 +199,7 @@ static struct culpert__span_node *resolve(struct tree *t, struct span_rec *recs,
       break; /* cycle: r is already on the chain; the chain's top becomes a root */
     r->stamp = stamp;
     chain[depth++] = r;
-    r = r->parent != r->id ? find_rec(recs, nrecs, r->parent) : NULL;
+    r = r->parent != r->id ? find_rec(recs, r->parent) : NULL;
   }
   if (r && r->node && r->stamp != stamp)
     base = r->node;
@@ -159,9 +217,8 @@ int culpert__spantree_build(const struct culpert__profile *p, bool inuse,
                             struct culpert__span_node **root)
 {
   struct tree *t = calloc(1, sizeof *t);
-  struct span_rec *recs = NULL;
+  struct recs recs = {0};
   struct span_rec **chain = NULL;
-  size_t nrecs = 0;
   int rc = 0;
 
   *root = NULL;
@@ -169,35 +226,13 @@ int culpert__spantree_build(const struct culpert__profile *p, bool inuse,
     return -ENOMEM;
   t->top.name = "";
 
-  /* Distinct span ids, first sample wins for name and parent. */
-  recs = malloc((p->nsamples ? p->nsamples : 1) * sizeof *recs);
-  if (!recs) {
-    rc = -ENOMEM;
-    goto out;
-  }
   for (size_t i = 0; i < p->nsamples; i++) {
     const struct culpert__sample *s = &p->samples[i];
-    if (s->span_name && s->span_id != 0)
-      recs[nrecs++] = (struct span_rec){s->span_id, s->span_parent_id, s->span_name, NULL, 0};
+    if (s->span_name && s->span_id != 0 &&
+        (rc = recs_add(&recs, s->span_id, s->span_parent_id, s->span_name)))
+      goto out;
   }
-  /* When samples disagree about an id's name or parent, the first sample
-   * in the file wins: tag records with their order, sort, keep the lowest. */
-  for (size_t i = 0; i < nrecs; i++)
-    recs[i].stamp = i;
-  qsort(recs, nrecs, sizeof *recs, rec_cmp);
-  size_t w = 0;
-  for (size_t i = 0; i < nrecs; i++) {
-    if (w > 0 && recs[w - 1].id == recs[i].id) {
-      if (recs[i].stamp < recs[w - 1].stamp)
-        recs[w - 1] = recs[i];
-      continue;
-    }
-    recs[w++] = recs[i];
-  }
-  nrecs = w;
-  for (size_t i = 0; i < nrecs; i++)
-    recs[i].stamp = 0;
-  chain = malloc((nrecs ? nrecs : 1) * sizeof *chain);
+  chain = malloc((recs.n ? recs.n : 1) * sizeof *chain);
   if (!chain) {
     rc = -ENOMEM;
     goto out;
@@ -210,12 +245,12 @@ int culpert__spantree_build(const struct culpert__profile *p, bool inuse,
     if (!s->span_name) {
       node = child_of(t, &t->top, CULPERT_NO_SPAN_NAME);
     } else if (s->span_id != 0) {
-      node = resolve(t, recs, nrecs, find_rec(recs, nrecs, s->span_id), chain, ++stamp);
+      node = resolve(t, &recs, find_rec(&recs, s->span_id), chain, ++stamp);
     } else {
       /* A span name without an id: place it under its parent, if known. */
-      struct span_rec *parent = find_rec(recs, nrecs, s->span_parent_id);
+      struct span_rec *parent = find_rec(&recs, s->span_parent_id);
       struct culpert__span_node *base =
-          parent ? resolve(t, recs, nrecs, parent, chain, ++stamp) : &t->top;
+          parent ? resolve(t, &recs, parent, chain, ++stamp) : &t->top;
       node = base ? child_of(t, base, s->span_name) : NULL;
     }
     if (!node) {
@@ -243,7 +278,8 @@ int culpert__spantree_build(const struct culpert__profile *p, bool inuse,
       up->total_samples = n->total_samples > 0 ? INT64_MAX : INT64_MIN;
   }
 out:
-  free(recs);
+  free(recs.v);
+  free(recs.slots);
   free(chain);
   if (rc) {
     culpert__spantree_free(&t->top);
