@@ -573,6 +573,42 @@ static void test_writer_dlclosed_code(void **state)
   perftools__profiles__profile__free_unpacked(pr, NULL);
 }
 
+/* Frames inside the writer's own shared object (libculpert.so) at the top
+ * of a stack are dropped; the same object deeper in a stack is kept. */
+static void test_writer_drops_leading_self_frames(void **state)
+{
+  (void)state;
+  void *h = dlopen(CULPERT_FIXTURE_SELFSO, RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    fail_msg("dlopen %s: %s", CULPERT_FIXTURE_SELFSO, dlerror());
+  void *enc_addr = dlsym(h, "fixture_self_encode");
+  void *self_addr = dlsym(h, "fixture_self_address");
+  assert_non_null(enc_addr);
+  assert_non_null(self_addr);
+  int (*encode)(const struct culpert__wprofile *, unsigned char **, size_t *);
+  uintptr_t (*address)(void);
+  memcpy(&encode, &enc_addr, sizeof encode);
+  memcpy(&address, &self_addr, sizeof address);
+  uintptr_t self = address();
+
+  uintptr_t top[3] = {self, self + 2, return_into_root};
+  uintptr_t deep[2] = {(uintptr_t)writer_fixture_leaf + 4, self + 2};
+  struct culpert__wsample s[2] = {{top, 3, 0, 1, 1, 1, 1, 1}, {deep, 2, 0, 1, 1, 1, 1, 1}};
+  struct culpert__wprofile p = {.samples = s, .nsamples = 2};
+  unsigned char *gz = NULL;
+  size_t len = 0;
+  assert_int_equal(encode(&p, &gz, &len), 0);
+  Profile *pr = decode(gz, len);
+  free(gz);
+  assert_int_equal(pr->sample[0]->n_location_id, 1);
+  assert_string_equal(location_function(pr, pr->sample[0]->location_id[0]), "writer_fixture_root");
+  assert_int_equal(pr->sample[1]->n_location_id, 2);
+  const Perftools__Profiles__Location *l = location(pr, pr->sample[1]->location_id[1]);
+  assert_non_null(strstr(str(pr, mapping(pr, l->mapping_id)->filename), "writer_fixture_selfso"));
+  perftools__profiles__profile__free_unpacked(pr, NULL);
+  dlclose(h);
+}
+
 /* A libc function, to check shared-library mappings and names. */
 static void test_writer_shared_library_names(void **state)
 {
@@ -737,6 +773,7 @@ int main(void)
       cmocka_unit_test(test_writer_synthetic_ancestor_samples),
       cmocka_unit_test(test_writer_locations_symbolized),
       cmocka_unit_test(test_writer_unknown_address),
+      cmocka_unit_test(test_writer_drops_leading_self_frames),
       cmocka_unit_test(test_writer_shared_library_names),
       cmocka_unit_test(test_writer_file_and_line),
       cmocka_unit_test(test_writer_inline_frames),
