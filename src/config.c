@@ -53,11 +53,24 @@ int culpert__config_parse_size(const char *s, uint64_t *out)
   }
   unsigned shift = 0;
   switch (*c) {
-  case 'k': case 'K': shift = 10; break;
-  case 'm': case 'M': shift = 20; break;
-  case 'g': case 'G': shift = 30; break;
-  case 't': case 'T': shift = 40; break;
-  default: break;
+  case 'k':
+  case 'K':
+    shift = 10;
+    break;
+  case 'm':
+  case 'M':
+    shift = 20;
+    break;
+  case 'g':
+  case 'G':
+    shift = 30;
+    break;
+  case 't':
+  case 'T':
+    shift = 40;
+    break;
+  default:
+    break;
   }
   if (shift != 0) {
     c++;
@@ -140,8 +153,7 @@ void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int
 
   v = get("CULPERT_SAMPLE_RATE");
   if (v != NULL && *v != '\0' && culpert__config_parse_size(v, &c->rate) != 0) {
-    warn(warn_fd, "CULPERT_SAMPLE_RATE=%s is not a byte count; using %u", v,
-         CULPERT__DEFAULT_RATE);
+    warn(warn_fd, "CULPERT_SAMPLE_RATE=%s is not a byte count; using %u", v, CULPERT__DEFAULT_RATE);
     c->rate = CULPERT__DEFAULT_RATE;
   }
   v = get("CULPERT_SEED");

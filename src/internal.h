@@ -21,14 +21,14 @@
 #include "culpert.h"
 
 #if defined(__GNUC__)
-#define CULPERT__LIKELY(x) __builtin_expect(!!(x), 1)
+#define CULPERT__LIKELY(x)   __builtin_expect(!!(x), 1)
 #define CULPERT__UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define CULPERT__NOINLINE __attribute__((noinline))
-#define CULPERT__TLS_MODEL __attribute__((tls_model("initial-exec")))
-#define CULPERT__EXPORT __attribute__((visibility("default")))
+#define CULPERT__NOINLINE    __attribute__((noinline))
+#define CULPERT__TLS_MODEL   __attribute__((tls_model("initial-exec")))
+#define CULPERT__EXPORT      __attribute__((visibility("default")))
 #else
 #define CULPERT__EXPORT
-#define CULPERT__LIKELY(x) (x)
+#define CULPERT__LIKELY(x)   (x)
 #define CULPERT__UNLIKELY(x) (x)
 #define CULPERT__NOINLINE
 #define CULPERT__TLS_MODEL
@@ -36,24 +36,24 @@
 
 /* ---------------------------------------------------------------- config */
 
-#define CULPERT__DEFAULT_RATE 524288u
+#define CULPERT__DEFAULT_RATE  524288u
 #define CULPERT__DEFAULT_DEPTH 64u
-#define CULPERT__MAX_DEPTH 256u
-#define CULPERT__MAX_META 32u
-#define CULPERT__PATH_MAX 4096u
+#define CULPERT__MAX_DEPTH     256u
+#define CULPERT__MAX_META      32u
+#define CULPERT__PATH_MAX      4096u
 
 enum culpert__stack_mode { CULPERT__STACK_LIBUNWIND = 0, CULPERT__STACK_FP = 1 };
 
 /* The environment, parsed once at start-up into fixed storage. */
 struct culpert__config {
-  uint64_t rate;         /* CULPERT_SAMPLE_RATE, bytes; 0 = every allocation */
-  uint64_t seed;         /* CULPERT_SEED */
-  int has_seed;          /* CULPERT_SEED was given and valid */
-  int stack_mode;        /* enum culpert__stack_mode (CULPERT_STACK) */
-  uint32_t stack_depth;  /* CULPERT_STACK_DEPTH, 1..CULPERT__MAX_DEPTH */
-  int quiet;             /* CULPERT_QUIET=1 */
-  int no_children;       /* CULPERT_NO_CHILDREN=1 */
-  const char *output;    /* CULPERT_OUTPUT template, NULL when unset */
+  uint64_t rate;        /* CULPERT_SAMPLE_RATE, bytes; 0 = every allocation */
+  uint64_t seed;        /* CULPERT_SEED */
+  int has_seed;         /* CULPERT_SEED was given and valid */
+  int stack_mode;       /* enum culpert__stack_mode (CULPERT_STACK) */
+  uint32_t stack_depth; /* CULPERT_STACK_DEPTH, 1..CULPERT__MAX_DEPTH */
+  int quiet;            /* CULPERT_QUIET=1 */
+  int no_children;      /* CULPERT_NO_CHILDREN=1 */
+  const char *output;   /* CULPERT_OUTPUT template, NULL when unset */
   /* CULPERT_METADATA, validated, as "key=value" strings in meta_buf. */
   const char *meta[CULPERT__MAX_META];
   uint32_t nmeta;
@@ -108,7 +108,7 @@ struct culpert__thread {
   uintptr_t stack_hi;     /* 0 = not yet known, 1 = unknown (no walk) */
   uint64_t span_seq_next; /* span id sequence numbers reserved by this thread */
   uint64_t span_seq_end;
-  uint32_t span_depth;    /* spans open, including those beyond the stack */
+  uint32_t span_depth; /* spans open, including those beyond the stack */
   uint32_t span_pad;
   uint64_t spans[CULPERT_SPAN_MAX_DEPTH]; /* ids of the open spans */
 };
@@ -161,8 +161,8 @@ int culpert__sampler_failed(void);
 
 /* Span path table capacity; node indexes fit in CULPERT__SPAN_NODE_BITS. */
 #define CULPERT__SPAN_NODE_BITS 16
-#define CULPERT__SPAN_NODES (1u << CULPERT__SPAN_NODE_BITS)
-#define CULPERT__SPAN_NAME_MAX 255u
+#define CULPERT__SPAN_NODES     (1u << CULPERT__SPAN_NODE_BITS)
+#define CULPERT__SPAN_NAME_MAX  255u
 
 /* culpert__span_current_node: path node of the innermost recorded span on
  * this thread, 0 outside every span. */
@@ -211,7 +211,8 @@ static inline uint32_t culpert__filter_slot(const void *p)
 static inline int culpert__filter_test(const void *p)
 {
   uint32_t s = culpert__filter_slot(p);
-  return (int)((atomic_load_explicit(&culpert__filter[s >> 6], memory_order_relaxed) >> (s & 63)) & 1u);
+  return (int)((atomic_load_explicit(&culpert__filter[s >> 6], memory_order_relaxed) >> (s & 63)) &
+               1u);
 }
 
 /* culpert__filter_add / _del: count a pointer into / out of its slot
@@ -307,8 +308,8 @@ struct culpert__bucket {
  * when the sample was dropped (table full, out of memory; counted).
  * Slow path; takes the record lock.
  */
-int64_t culpert__record_sample(const uintptr_t *ips, uint32_t depth, uint32_t span,
-                               uint64_t size, double w);
+int64_t culpert__record_sample(const uintptr_t *ips, uint32_t depth, uint32_t span, uint64_t size,
+                               double w);
 
 /* culpert__record_release: a live sampled allocation was freed. */
 void culpert__record_release(uint32_t bucket, uint64_t size, double w);

@@ -80,8 +80,8 @@ static struct entry *find(uintptr_t p)
 static int grow(void)
 {
   size_t ncap = capacity ? capacity * 2 : INITIAL_CAPACITY;
-  struct entry *nt = mmap(NULL, ncap * sizeof *nt, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  struct entry *nt =
+      mmap(NULL, ncap * sizeof *nt, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (nt == MAP_FAILED)
     return -ENOMEM;
   for (size_t i = 0; i < capacity; i++) {

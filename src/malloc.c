@@ -50,7 +50,7 @@ static size_t boot_malloc_usable_size(void *p);
 /* Until resolution these point at the bootstrap versions; afterwards at the
  * next allocator. Written once, before resolve_state becomes DONE. */
 static struct real_fns real = {
-    boot_malloc,   boot_free,          boot_calloc,        boot_realloc,
+    boot_malloc,         boot_free,          boot_calloc,   boot_realloc,
     boot_posix_memalign, boot_aligned_alloc, boot_memalign, boot_malloc_usable_size,
 };
 
@@ -63,7 +63,7 @@ static __thread int resolving CULPERT__TLS_MODEL;
 /* Allocations made before the real allocator is known. Never freed, never
  * reused; every block is flagged in the free() filter so that free(),
  * realloc() and malloc_usable_size() recognise it on their slow path. */
-#define ARENA_SIZE (256u * 1024u)
+#define ARENA_SIZE   (256u * 1024u)
 #define ARENA_HEADER 16u
 static _Alignas(4096) unsigned char arena[ARENA_SIZE];
 static atomic_size_t arena_used;
@@ -111,10 +111,10 @@ static int posix_memalign_via_libc(void **out, size_t align, size_t n)
 
 /* ISO C has no cast between object and function pointers; dlsym returns
  * one for the other, so copy the bits. */
-#define SET_FN(dst, ptr)                 \
-  do {                                   \
-    void *p_ = (ptr);                    \
-    memcpy(&(dst), &p_, sizeof p_);      \
+#define SET_FN(dst, ptr)                                                                           \
+  do {                                                                                             \
+    void *p_ = (ptr);                                                                              \
+    memcpy(&(dst), &p_, sizeof p_);                                                                \
   } while (0)
 
 static void *fn_addr(void *(*fn)(size_t))
@@ -451,8 +451,8 @@ CULPERT__EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
   if (align < sizeof(void *) || (align & (align - 1)) != 0)
     return EINVAL;
-  if (countdown_expired(n) || CULPERT__UNLIKELY(real.posix_memalign == boot_posix_memalign ||
-                                                 real.posix_memalign == NULL))
+  if (countdown_expired(n) ||
+      CULPERT__UNLIKELY(real.posix_memalign == boot_posix_memalign || real.posix_memalign == NULL))
     return memalign_slow(out, align, n);
   return real.posix_memalign(out, align, n);
 }

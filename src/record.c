@@ -18,8 +18,8 @@
 #include "internal.h"
 
 #define MAX_BUCKETS (1u << 18)
-#define INDEX_SIZE (MAX_BUCKETS * 2u)
-#define IP_POOL (1u << 24)
+#define INDEX_SIZE  (MAX_BUCKETS * 2u)
+#define IP_POOL     (1u << 24)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct culpert__bucket *buckets;
@@ -32,8 +32,8 @@ static atomic_uint_fast64_t dropped;
 
 static void *reserve(size_t bytes)
 {
-  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
+  void *p =
+      mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
 
@@ -72,8 +72,8 @@ static uint64_t stack_hash(const uintptr_t *ips, uint32_t depth, uint32_t span)
   return h;
 }
 
-int64_t culpert__record_sample(const uintptr_t *ips, uint32_t depth, uint32_t span,
-                               uint64_t size, double w)
+int64_t culpert__record_sample(const uintptr_t *ips, uint32_t depth, uint32_t span, uint64_t size,
+                               double w)
 {
   int64_t found = -1;
   uint64_t h = stack_hash(ips, depth, span);

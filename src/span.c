@@ -18,7 +18,7 @@
 #include "internal.h"
 
 #define NAME_ARENA_SIZE (1u << 20)
-#define SEQ_BLOCK 4096u
+#define SEQ_BLOCK       4096u
 
 enum { SLOT_EMPTY = 0, SLOT_CLAIMED = 1, SLOT_READY = 2 };
 

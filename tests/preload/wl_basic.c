@@ -24,12 +24,12 @@ static void *kept[64];
 static int nkept;
 static int failures;
 
-#define CHECK(cond)                                              \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      fprintf(stderr, "wl_basic: check failed: %s\n", #cond);    \
-      failures++;                                                \
-    }                                                            \
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "wl_basic: check failed: %s\n", #cond);                                      \
+      failures++;                                                                                  \
+    }                                                                                              \
   } while (0)
 
 __attribute__((noinline)) static void *parse_alloc(size_t n)

@@ -15,7 +15,9 @@
 
 struct Node {
   std::vector<int> data;
-  explicit Node(size_t n) : data(n, 7) {}
+  explicit Node(size_t n) : data(n, 7)
+  {
+  }
 };
 
 __attribute__((noinline)) static void thrower(int depth)

@@ -24,18 +24,30 @@ static void test_config_parse_size(void **state)
     int ok;
     uint64_t want;
   } cases[] = {
-      {"0", 1, 0},           {"1", 1, 1},
-      {"524288", 1, 524288}, {"4K", 1, 4096},
-      {"4k", 1, 4096},       {"4KB", 1, 4096},
-      {"4KiB", 1, 4096},     {"512KiB", 1, 524288},
-      {"1M", 1, 1048576},    {"1MB", 1, 1048576},
-      {"1MiB", 1, 1048576},  {"2G", 1, 2147483648u},
-      {"100B", 1, 100},      {"", 0, 0},
-      {"K", 0, 0},           {"-1", 0, 0},
-      {"1.5M", 0, 0},        {"4 K", 0, 0},
-      {"4X", 0, 0},          {"4KX", 0, 0},
-      {"4Ki", 1, 4096},       {"99999999999999999999", 0, 0},
-      {"99999999999T", 0, 0}, {"0x10", 0, 0},
+      {"0", 1, 0},
+      {"1", 1, 1},
+      {"524288", 1, 524288},
+      {"4K", 1, 4096},
+      {"4k", 1, 4096},
+      {"4KB", 1, 4096},
+      {"4KiB", 1, 4096},
+      {"512KiB", 1, 524288},
+      {"1M", 1, 1048576},
+      {"1MB", 1, 1048576},
+      {"1MiB", 1, 1048576},
+      {"2G", 1, 2147483648u},
+      {"100B", 1, 100},
+      {"", 0, 0},
+      {"K", 0, 0},
+      {"-1", 0, 0},
+      {"1.5M", 0, 0},
+      {"4 K", 0, 0},
+      {"4X", 0, 0},
+      {"4KX", 0, 0},
+      {"4Ki", 1, 4096},
+      {"99999999999999999999", 0, 0},
+      {"99999999999T", 0, 0},
+      {"0x10", 0, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     uint64_t v = 12345;
@@ -94,10 +106,21 @@ static void test_config_defaults(void **state)
 static void test_config_values(void **state)
 {
   (void)state;
-  static const char *const env[] = {
-      "CULPERT_SAMPLE_RATE", "4k",   "CULPERT_SEED",   "77",  "CULPERT_STACK",  "fp",
-      "CULPERT_STACK_DEPTH", "1000", "CULPERT_QUIET",  "1",   "CULPERT_OUTPUT", "/tmp/x.%p.pb.gz",
-      "CULPERT_NO_CHILDREN", "1",    NULL};
+  static const char *const env[] = {"CULPERT_SAMPLE_RATE",
+                                    "4k",
+                                    "CULPERT_SEED",
+                                    "77",
+                                    "CULPERT_STACK",
+                                    "fp",
+                                    "CULPERT_STACK_DEPTH",
+                                    "1000",
+                                    "CULPERT_QUIET",
+                                    "1",
+                                    "CULPERT_OUTPUT",
+                                    "/tmp/x.%p.pb.gz",
+                                    "CULPERT_NO_CHILDREN",
+                                    "1",
+                                    NULL};
   struct culpert__config c;
   char warn[1024];
   load(&c, env, warn, sizeof warn);
@@ -115,8 +138,14 @@ static void test_config_values(void **state)
 static void test_config_bad_values_warn_and_default(void **state)
 {
   (void)state;
-  static const char *const env[] = {"CULPERT_SAMPLE_RATE", "lots", "CULPERT_STACK", "magic",
-                                    "CULPERT_STACK_DEPTH", "0",    "CULPERT_SEED",  "x1",
+  static const char *const env[] = {"CULPERT_SAMPLE_RATE",
+                                    "lots",
+                                    "CULPERT_STACK",
+                                    "magic",
+                                    "CULPERT_STACK_DEPTH",
+                                    "0",
+                                    "CULPERT_SEED",
+                                    "x1",
                                     NULL};
   struct culpert__config c;
   char warn[2048];
@@ -182,8 +211,11 @@ static void test_config_output_path(void **state)
   assert_string_equal(buf, "/o/f.9.pb.gz");
   assert_int_equal(culpert__config_output_path("/o/%x", 9, "a", 0, buf, sizeof buf), 0);
   assert_string_equal(buf, "/o/%x");
-  assert_int_equal(culpert__config_output_path("0123456789%e", 1, "0123456789012345678901234567890123456789012345678901234567890", 0, buf, sizeof buf),
-                   -ENAMETOOLONG);
+  assert_int_equal(
+      culpert__config_output_path("0123456789%e", 1,
+                                  "0123456789012345678901234567890123456789012345678901234567890",
+                                  0, buf, sizeof buf),
+      -ENAMETOOLONG);
 }
 
 int main(void)
