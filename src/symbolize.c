@@ -355,10 +355,12 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
   if (is_vdso) {
     obj->image = header;
     obj->image_len = image_end;
-  } else if (is_main || !info->dlpi_name || !info->dlpi_name[0]) {
+  } else if (is_main) {
     obj->path = main_exe_path();
   } else {
-    obj->path = strdup(info->dlpi_name);
+    /* An unnamed object other than the executable has no file to read:
+     * its path stays "" and only dladdr() can name its code. */
+    obj->path = strdup(info->dlpi_name ? info->dlpi_name : "");
   }
   if (!is_vdso && !obj->path)
     goto nomem;
