@@ -41,7 +41,7 @@
 #define DEFAULT_JEMALLOC "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 
 #define MAX_REPS 51
-#define MAX_ENV 512
+#define MAX_ENV  512
 
 extern char **environ;
 
@@ -75,25 +75,46 @@ enum {
 /* The default rate is left unset on purpose: the figures are for what a
  * user gets without configuring anything. */
 static const struct config configs[NCONFIG] = {
-  [CFG_GLIBC] = {"glibc", CFG_GLIBC, PRELOAD_NONE, {NULL}, 0},
-  [CFG_CULPERT_512K_UNWIND] = {"culpert 512K libunwind", CFG_GLIBC, PRELOAD_CULPERT,
-                               {"CULPERT_STACK=libunwind", NULL}, 0},
-  [CFG_CULPERT_4K_UNWIND] = {"culpert 4K libunwind", CFG_GLIBC, PRELOAD_CULPERT,
-                             {"CULPERT_STACK=libunwind", "CULPERT_SAMPLE_RATE=4K", NULL}, 0},
-  [CFG_CULPERT_512K_FP] = {"culpert 512K fp", CFG_GLIBC, PRELOAD_CULPERT,
-                           {"CULPERT_STACK=fp", NULL}, 0},
-  [CFG_CULPERT_4K_FP] = {"culpert 4K fp", CFG_GLIBC, PRELOAD_CULPERT,
-                         {"CULPERT_STACK=fp", "CULPERT_SAMPLE_RATE=4K", NULL}, 0},
-  [CFG_HEAPTRACK] = {"heaptrack --raw", CFG_GLIBC, PRELOAD_NONE, {NULL}, 1},
-  [CFG_JEMALLOC] = {"jemalloc", CFG_JEMALLOC, PRELOAD_JEMALLOC, {NULL}, 0},
-  [CFG_JEPROF_512K] = {"jemalloc prof 512K", CFG_JEMALLOC, PRELOAD_JEMALLOC,
-                       {"MALLOC_CONF=prof:true,lg_prof_sample:19", NULL}, 0},
-  [CFG_JEPROF_4K] = {"jemalloc prof 4K", CFG_JEMALLOC, PRELOAD_JEMALLOC,
-                     {"MALLOC_CONF=prof:true,lg_prof_sample:12", NULL}, 0},
-  [CFG_JE_CULPERT_512K] = {"culpert 512K libunwind + jemalloc", CFG_JEMALLOC, PRELOAD_BOTH,
-                           {"CULPERT_STACK=libunwind", NULL}, 0},
-  [CFG_JE_CULPERT_4K] = {"culpert 4K libunwind + jemalloc", CFG_JEMALLOC, PRELOAD_BOTH,
-                         {"CULPERT_STACK=libunwind", "CULPERT_SAMPLE_RATE=4K", NULL}, 0},
+    [CFG_GLIBC] = {"glibc", CFG_GLIBC, PRELOAD_NONE, {NULL}, 0},
+    [CFG_CULPERT_512K_UNWIND] = {"culpert 512K libunwind",
+                                 CFG_GLIBC,
+                                 PRELOAD_CULPERT,
+                                 {"CULPERT_STACK=libunwind", NULL},
+                                 0},
+    [CFG_CULPERT_4K_UNWIND] = {"culpert 4K libunwind",
+                               CFG_GLIBC,
+                               PRELOAD_CULPERT,
+                               {"CULPERT_STACK=libunwind", "CULPERT_SAMPLE_RATE=4K", NULL},
+                               0},
+    [CFG_CULPERT_512K_FP] =
+        {"culpert 512K fp", CFG_GLIBC, PRELOAD_CULPERT, {"CULPERT_STACK=fp", NULL}, 0},
+    [CFG_CULPERT_4K_FP] = {"culpert 4K fp",
+                           CFG_GLIBC,
+                           PRELOAD_CULPERT,
+                           {"CULPERT_STACK=fp", "CULPERT_SAMPLE_RATE=4K", NULL},
+                           0},
+    [CFG_HEAPTRACK] = {"heaptrack --raw", CFG_GLIBC, PRELOAD_NONE, {NULL}, 1},
+    [CFG_JEMALLOC] = {"jemalloc", CFG_JEMALLOC, PRELOAD_JEMALLOC, {NULL}, 0},
+    [CFG_JEPROF_512K] = {"jemalloc prof 512K",
+                         CFG_JEMALLOC,
+                         PRELOAD_JEMALLOC,
+                         {"MALLOC_CONF=prof:true,lg_prof_sample:19", NULL},
+                         0},
+    [CFG_JEPROF_4K] = {"jemalloc prof 4K",
+                       CFG_JEMALLOC,
+                       PRELOAD_JEMALLOC,
+                       {"MALLOC_CONF=prof:true,lg_prof_sample:12", NULL},
+                       0},
+    [CFG_JE_CULPERT_512K] = {"culpert 512K libunwind + jemalloc",
+                             CFG_JEMALLOC,
+                             PRELOAD_BOTH,
+                             {"CULPERT_STACK=libunwind", NULL},
+                             0},
+    [CFG_JE_CULPERT_4K] = {"culpert 4K libunwind + jemalloc",
+                           CFG_JEMALLOC,
+                           PRELOAD_BOTH,
+                           {"CULPERT_STACK=libunwind", "CULPERT_SAMPLE_RATE=4K", NULL},
+                           0},
 };
 
 /* A workload and thread count: one column of the tables. Operation counts
@@ -106,10 +127,10 @@ struct cell {
 
 #define NCELL 4
 static struct cell cells[NCELL] = {
-  {"small", 1, 20000000},
-  {"small", 2, 20000000},
-  {"mixed", 1, 2500000},
-  {"mixed", 2, 2500000},
+    {"small", 1, 20000000},
+    {"small", 2, 20000000},
+    {"mixed", 1, 2500000},
+    {"mixed", 2, 2500000},
 };
 
 struct sample {
@@ -149,10 +170,9 @@ static int die_usage(const char *why)
 {
   if (why != NULL)
     fprintf(stderr, "culpert_bench: %s\n", why);
-  fprintf(stderr,
-          "usage: culpert_bench [--quick] [--reps N] [--heaptrack-reps N] [--scale F]\n"
-          "                     [--no-callgrind] [--markdown FILE] [--library PATH]\n"
-          "                     [--workload PATH] [--jemalloc PATH]\n");
+  fprintf(stderr, "usage: culpert_bench [--quick] [--reps N] [--heaptrack-reps N] [--scale F]\n"
+                  "                     [--no-callgrind] [--markdown FILE] [--library PATH]\n"
+                  "                     [--workload PATH] [--jemalloc PATH]\n");
   return 2;
 }
 
@@ -212,8 +232,7 @@ static int clean_tmp(const char *dir)
 
 /* The environment a child gets: ours without anything that would change
  * which allocator or profiler runs, plus EXTRA. */
-static void child_env(struct bench *b, const struct config *c, const char *extra,
-                      char **envp)
+static void child_env(struct bench *b, const struct config *c, const char *extra, char **envp)
 {
   size_t n = 0;
   for (char **e = environ; *e != NULL && n < MAX_ENV - 8; e++) {
@@ -223,10 +242,17 @@ static void child_env(struct bench *b, const struct config *c, const char *extra
     envp[n++] = *e;
   }
   switch (c->preload) {
-  case PRELOAD_NONE: break;
-  case PRELOAD_CULPERT: envp[n++] = b->preload_culpert; break;
-  case PRELOAD_JEMALLOC: envp[n++] = b->preload_jemalloc; break;
-  case PRELOAD_BOTH: envp[n++] = b->preload_both; break;
+  case PRELOAD_NONE:
+    break;
+  case PRELOAD_CULPERT:
+    envp[n++] = b->preload_culpert;
+    break;
+  case PRELOAD_JEMALLOC:
+    envp[n++] = b->preload_jemalloc;
+    break;
+  case PRELOAD_BOTH:
+    envp[n++] = b->preload_both;
+    break;
   }
   if (c->preload == PRELOAD_CULPERT || c->preload == PRELOAD_BOTH) {
     envp[n++] = b->output_env;
@@ -391,8 +417,9 @@ static void print_ratio_table(struct bench *b, int wall)
 static void print_baselines(struct bench *b)
 {
   FILE *o = b->out;
-  fprintf(o, "| workload | threads | ops per thread | glibc CPU s | glibc wall s | jemalloc CPU s | "
-             "jemalloc wall s |\n|---|---|---|---|---|---|---|\n");
+  fprintf(o,
+          "| workload | threads | ops per thread | glibc CPU s | glibc wall s | jemalloc CPU s | "
+          "jemalloc wall s |\n|---|---|---|---|---|---|---|\n");
   for (int c = 0; c < NCELL; c++) {
     fprintf(o, "| %s | %u | %llu |", cells[c].mode, cells[c].threads,
             (unsigned long long)(cells[c].ops * b->opt.scale));
@@ -476,8 +503,15 @@ static double field(const char *s, int i)
 static struct counts callgrind_run(struct bench *b, int k, const char *extra, uint64_t ops)
 {
   char outfile[160], outarg[192], nops[32], line[512], events[512] = "";
-  char *argv[] = {"valgrind", "--tool=callgrind", "--cache-sim=yes", outarg,
-                  (char *)b->opt.workload, "pairs", "1", nops, NULL};
+  char *argv[] = {"valgrind",
+                  "--tool=callgrind",
+                  "--cache-sim=yes",
+                  outarg,
+                  (char *)b->opt.workload,
+                  "pairs",
+                  "1",
+                  nops,
+                  NULL};
   struct sample s;
   struct counts c = {-1, -1};
   snprintf(outfile, sizeof outfile, "%s/callgrind.out", b->tmp);
@@ -534,10 +568,11 @@ static void run_callgrind(struct bench *b)
   const char *unsampled = "CULPERT_SAMPLE_RATE=1T";
   fprintf(stderr, "culpert_bench: callgrind\n");
 
-  fprintf(o, "### Unsampled path: per malloc(32)+free pair (callgrind)\n\n"
-             "Slope between %llu and %llu pairs, so start-up and exit cancel out; culpert "
-             "runs at CULPERT_SAMPLE_RATE=1T so nothing is sampled. Dw: data writes.\n\n",
-             (unsigned long long)n1, (unsigned long long)n2);
+  fprintf(o,
+          "### Unsampled path: per malloc(32)+free pair (callgrind)\n\n"
+          "Slope between %llu and %llu pairs, so start-up and exit cancel out; culpert "
+          "runs at CULPERT_SAMPLE_RATE=1T so nothing is sampled. Dw: data writes.\n\n",
+          (unsigned long long)n1, (unsigned long long)n2);
   fprintf(o, "| allocator | instructions without | with culpert | extra | Dw without | "
              "Dw with | extra Dw |\n|---|---|---|---|---|---|---|\n");
   int pairs[2][2] = {{CFG_GLIBC, CFG_CULPERT_512K_UNWIND}, {CFG_JEMALLOC, CFG_JE_CULPERT_512K}};
@@ -552,15 +587,15 @@ static void run_callgrind(struct bench *b)
     b->extra_ir[i] = y.ir - x.ir;
     b->extra_dw[i] = y.dw - x.dw;
     b->callgrind_done = 1;
-    fprintf(o, "| %s | %.1f | %.1f | %+.1f | %.1f | %.1f | %+.1f |\n",
-            configs[pairs[i][0]].name, x.ir, y.ir, tidy(y.ir - x.ir), x.dw, y.dw,
-            tidy(y.dw - x.dw));
+    fprintf(o, "| %s | %.1f | %.1f | %+.1f | %.1f | %.1f | %+.1f |\n", configs[pairs[i][0]].name,
+            x.ir, y.ir, tidy(y.ir - x.ir), x.dw, y.dw, tidy(y.dw - x.dw));
   }
 
-  fprintf(o, "\n### One sampled allocation (CULPERT_SAMPLE_RATE=0: every allocation)\n\n"
-             "Instructions: slope between %llu and %llu sampled pairs under callgrind, minus "
-             "the glibc pair above. malloc() is called 15 frames below main().\n\n",
-             (unsigned long long)s1, (unsigned long long)s2);
+  fprintf(o,
+          "\n### One sampled allocation (CULPERT_SAMPLE_RATE=0: every allocation)\n\n"
+          "Instructions: slope between %llu and %llu sampled pairs under callgrind, minus "
+          "the glibc pair above. malloc() is called 15 frames below main().\n\n",
+          (unsigned long long)s1, (unsigned long long)s2);
   fprintf(o, "| stack | instructions per sampled malloc+free |\n|---|---|\n");
   int stacks[2] = {CFG_CULPERT_512K_UNWIND, CFG_CULPERT_512K_FP};
   for (int i = 0; i < 2; i++) {
@@ -612,10 +647,11 @@ static int run_sampled_time(struct bench *b)
     fprintf(o, "| %s | %.2f (%.2f–%.2f) | %.1f (%.1f–%.1f) |\n", i == 0 ? "libunwind" : "fp",
             c.median, c.min, c.max, f.median, f.min, f.max);
   }
-  fprintf(o, "\nPer pair: slope between %llu and %llu pairs at CULPERT_SAMPLE_RATE=0 minus the "
-             "same slope without culpert. Fixed: the %llu-pair run (%llu samples of one "
-             "stack) minus the same run without culpert: loading the collector and writing "
-             "the profile at exit. Median (min–max) over %d rounds.\n\n",
+  fprintf(o,
+          "\nPer pair: slope between %llu and %llu pairs at CULPERT_SAMPLE_RATE=0 minus the "
+          "same slope without culpert. Fixed: the %llu-pair run (%llu samples of one "
+          "stack) minus the same run without culpert: loading the collector and writing "
+          "the profile at exit. Median (min–max) over %d rounds.\n\n",
           (unsigned long long)few, (unsigned long long)ops, (unsigned long long)few,
           (unsigned long long)few, b->opt.reps);
   return 0;
@@ -639,8 +675,9 @@ static void print_goals(struct bench *b)
   fprintf(o, "| goal | measured (median CPU ratios) | verdict |\n"
              "|---|---|---|\n");
   if (b->callgrind_done)
-    fprintf(o, "| unsampled path adds at most ~10 instructions to a malloc+free pair | "
-               "+%.1f on glibc, +%.1f on jemalloc (%+.1f / %+.1f data writes) | %s |\n",
+    fprintf(o,
+            "| unsampled path adds at most ~10 instructions to a malloc+free pair | "
+            "+%.1f on glibc, +%.1f on jemalloc (%+.1f / %+.1f data writes) | %s |\n",
             b->extra_ir[0], b->extra_ir[1], b->extra_dw[0], b->extra_dw[1],
             verdict(b->extra_ir[0] <= 10.5 && !(b->extra_ir[1] > 10.5)));
 
@@ -648,8 +685,9 @@ static void print_goals(struct bench *b)
   double u2 = ratio(b, MIXED2, CFG_CULPERT_512K_UNWIND, 0).median;
   double f1 = ratio(b, MIXED1, CFG_CULPERT_512K_FP, 0).median;
   double f2 = ratio(b, MIXED2, CFG_CULPERT_512K_FP, 0).median;
-  fprintf(o, "| mixed workload at the default rate within 3%% of no culpert | libunwind "
-             "%+.1f%% (1 thread), %+.1f%% (2); fp %+.1f%%, %+.1f%% | %s (libunwind), %s (fp) |\n",
+  fprintf(o,
+          "| mixed workload at the default rate within 3%% of no culpert | libunwind "
+          "%+.1f%% (1 thread), %+.1f%% (2); fp %+.1f%%, %+.1f%% | %s (libunwind), %s (fp) |\n",
           (u1 - 1) * 100, (u2 - 1) * 100, (f1 - 1) * 100, (f2 - 1) * 100,
           verdict(u1 <= 1.03 && u2 <= 1.03), verdict(f1 <= 1.03 && f2 <= 1.03));
 
@@ -664,8 +702,7 @@ static void print_goals(struct bench *b)
       fprintf(o, "%s %s %u: culpert %.2fx (fp %.2fx) vs jemalloc %.2fx", c ? ";" : "",
               cells[c].mode, cells[c].threads, cu, cf, je);
     }
-    fprintf(o, " | %s (criterion: libunwind below jemalloc in every column) |\n",
-            verdict(under));
+    fprintf(o, " | %s (criterion: libunwind below jemalloc in every column) |\n", verdict(under));
   }
 
   fprintf(o, "| 2 threads scale like 1 | ratio at 2 threads / ratio at 1 thread:");
@@ -707,8 +744,9 @@ static void print_header(struct bench *b, int argc, char **argv)
           sysconf(_SC_NPROCESSORS_ONLN), model, u.release);
   for (int i = 0; i < argc; i++)
     fprintf(o, " %s", i == 0 ? "culpert_bench" : argv[i]);
-  fprintf(o, "\n- rounds: %d (heaptrack: %d), configurations interleaved and rotated each "
-             "round\n\n",
+  fprintf(o,
+          "\n- rounds: %d (heaptrack: %d), configurations interleaved and rotated each "
+          "round\n\n",
           b->opt.reps, rounds_for(b, CFG_HEAPTRACK));
   fprintf(o, "Each cell: median over the rounds of (time with the configuration) / (time of "
              "its baseline in the same round), min–max in brackets. Every thread does the "
@@ -717,8 +755,12 @@ static void print_header(struct bench *b, int argc, char **argv)
 
 static int parse_args(struct options *o, int argc, char **argv)
 {
-  *o = (struct options){.reps = 9, .heaptrack_reps = 3, .callgrind = 1, .scale = 1.0,
-                        .library = CULPERT_BENCH_LIBRARY, .workload = CULPERT_BENCH_WORKLOAD,
+  *o = (struct options){.reps = 9,
+                        .heaptrack_reps = 3,
+                        .callgrind = 1,
+                        .scale = 1.0,
+                        .library = CULPERT_BENCH_LIBRARY,
+                        .workload = CULPERT_BENCH_WORKLOAD,
                         .jemalloc = DEFAULT_JEMALLOC};
   int explicit_reps = 0;
   for (int i = 1; i < argc; i++) {
@@ -782,8 +824,9 @@ int main(int argc, char **argv)
   if (parse_args(&b->opt, argc, argv) != 0)
     return 2;
   if (access(b->opt.workload, X_OK) != 0 || access(b->opt.library, R_OK) != 0) {
-    fprintf(stderr, "culpert_bench: cannot find %s or %s (build the targets "
-                    "culpert_bench_workload and libculpert)\n",
+    fprintf(stderr,
+            "culpert_bench: cannot find %s or %s (build the targets "
+            "culpert_bench_workload and libculpert)\n",
             b->opt.workload, b->opt.library);
     return 1;
   }
@@ -792,12 +835,12 @@ int main(int argc, char **argv)
     fprintf(stderr, "culpert_bench: mkdtemp: %s\n", strerror(errno));
     return 1;
   }
-  if (snprintf(b->output_env, sizeof b->output_env, "CULPERT_OUTPUT=%s/profile.pb.gz",
-               b->tmp) >= (int)sizeof b->output_env ||
-      snprintf(b->preload_culpert, sizeof b->preload_culpert, "LD_PRELOAD=%s",
-               b->opt.library) >= (int)sizeof b->preload_culpert ||
-      snprintf(b->preload_jemalloc, sizeof b->preload_jemalloc, "LD_PRELOAD=%s",
-               b->opt.jemalloc) >= (int)sizeof b->preload_jemalloc ||
+  if (snprintf(b->output_env, sizeof b->output_env, "CULPERT_OUTPUT=%s/profile.pb.gz", b->tmp) >=
+          (int)sizeof b->output_env ||
+      snprintf(b->preload_culpert, sizeof b->preload_culpert, "LD_PRELOAD=%s", b->opt.library) >=
+          (int)sizeof b->preload_culpert ||
+      snprintf(b->preload_jemalloc, sizeof b->preload_jemalloc, "LD_PRELOAD=%s", b->opt.jemalloc) >=
+          (int)sizeof b->preload_jemalloc ||
       snprintf(b->preload_both, sizeof b->preload_both, "LD_PRELOAD=%s %s", b->opt.library,
                b->opt.jemalloc) >= (int)sizeof b->preload_both) {
     fprintf(stderr, "culpert_bench: --library or --jemalloc path too long\n");
@@ -840,8 +883,9 @@ int main(int argc, char **argv)
   if (!have_je)
     fprintf(b->out, "jemalloc: not run (%s not found).\n\n", b->opt.jemalloc);
   if (b->missing_profiles > 0)
-    fprintf(b->out, "**Warning:** libculpert.so wrote no profile in %d of the culpert runs: "
-                    "those figures do not show a working collector.\n\n",
+    fprintf(b->out,
+            "**Warning:** libculpert.so wrote no profile in %d of the culpert runs: "
+            "those figures do not show a working collector.\n\n",
             b->missing_profiles);
   if (fclose(b->out) != 0) {
     b->out = NULL;

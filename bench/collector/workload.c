@@ -77,7 +77,7 @@ static int run_small(struct job *j)
 }
 
 #define MIXED_SLOTS 4096
-#define MIXED_KEEP 256 /* slots 0..255 hold long-lived blocks */
+#define MIXED_KEEP  256 /* slots 0..255 hold long-lived blocks */
 
 /* A size for the mixed workload: 88% small (16..512), 11.9% medium
  * (1..64 KiB), 0.1% large (256 KiB..2 MiB). */
@@ -157,9 +157,15 @@ static void *run_job(void *arg)
 {
   struct job *j = arg;
   switch (j->mode) {
-  case MODE_SMALL: j->failed = run_small(j); break;
-  case MODE_MIXED: j->failed = run_mixed(j); break;
-  case MODE_PAIRS: j->failed = pairs_at(CALL_DEPTH, j->ops); break;
+  case MODE_SMALL:
+    j->failed = run_small(j);
+    break;
+  case MODE_MIXED:
+    j->failed = run_mixed(j);
+    break;
+  case MODE_PAIRS:
+    j->failed = pairs_at(CALL_DEPTH, j->ops);
+    break;
   }
   return NULL;
 }
