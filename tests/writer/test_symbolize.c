@@ -479,11 +479,50 @@ static size_t lines_of_bytes(const unsigned char *bytes, size_t len, const uint6
   return found;
 }
 
-/* Random damage to .debug_line (bytes, sizes, the compressed flag) costs
- * lines, never a crash or a read outside the file. */
-static void test_symbolize_corrupt_debug_line(void **state)
+/* Random damage to one debug section: a few bytes, its size, a bit in its
+ * first header, or a false claim to be compressed. */
+static void damage_section(unsigned char *elf, size_t len, const unsigned char *orig,
+                           const char *name, uint64_t *seed, int round)
+{
+  const Elf64_Ehdr *eh = (const void *)orig;
+  size_t off, size, index;
+  memcpy(elf, orig, len);
+  find_section(orig, name, &off, &size, &index);
+  if (size == 0)
+    return;
+  Elf64_Shdr *sh = (void *)(elf + eh->e_shoff);
+  *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+  switch (round % 4) {
+  case 0:
+    for (int k = 0; k < 4; k++) {
+      *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+      elf[off + (*seed >> 33) % size] = (unsigned char)(*seed >> 17);
+    }
+    break;
+  case 1:
+    sh[index].sh_size = (*seed >> 33) % size;
+    break;
+  case 2:
+    elf[off + (*seed >> 33) % (size < 64 ? size : 64)] ^=
+        (unsigned char)(1u << ((*seed >> 40) % 8));
+    break;
+  case 3:
+    sh[index].sh_flags |= SHF_COMPRESSED;
+    if (size >= sizeof(Elf64_Chdr)) {
+      Elf64_Chdr ch = {ELFCOMPRESS_ZLIB, 0, (*seed >> 20) % (1u << 30), 1};
+      memcpy(elf + off, &ch, sizeof ch);
+    }
+    break;
+  }
+}
+
+/* Damaged DWARF (line tables, units, abbreviations, strings, range lists)
+ * costs answers, never a crash or a read outside the file. */
+static void test_symbolize_corrupt_dwarf(void **state)
 {
   (void)state;
+  static const char *const sections[] = {".debug_line", ".debug_info",     ".debug_abbrev",
+                                         ".debug_str",  ".debug_line_str", ".debug_rnglists"};
   char exe[PATH_MAX];
   exe_path(exe, sizeof exe);
   size_t len;
@@ -493,12 +532,11 @@ static void test_symbolize_corrupt_debug_line(void **state)
   size_t off, size, index;
   find_section(orig, ".debug_line", &off, &size, &index);
   if (size == 0) {
-    print_message("SKIPPED: the test binary has no .debug_line\n");
+    print_message("SKIPPED: the test binary has no DWARF\n");
     free(elf);
     free(orig);
     skip();
   }
-  const Elf64_Ehdr *eh = (const void *)orig;
 
   uint64_t bias = 0;
   dl_iterate_phdr(main_bias_cb, &bias);
@@ -509,33 +547,11 @@ static void test_symbolize_corrupt_debug_line(void **state)
   assert_true(lines_of_bytes(orig, len, vaddrs, 64) > 0); /* intact: lines */
 
   uint64_t seed = 12345;
-  for (int round = 0; round < 300; round++) {
-    memcpy(elf, orig, len);
-    Elf64_Shdr *sh = (void *)(elf + eh->e_shoff);
-    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    switch (round % 4) {
-    case 0: /* a few random bytes */
-      for (int k = 0; k < 4; k++) {
-        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        elf[off + (seed >> 33) % size] = (unsigned char)(seed >> 17);
-      }
-      break;
-    case 1: /* the section cut short */
-      sh[index].sh_size = (seed >> 33) % size;
-      break;
-    case 2: /* a byte in the first unit's header */
-      elf[off + (seed >> 33) % (size < 64 ? size : 64)] ^=
-          (unsigned char)(1u << ((seed >> 40) % 8));
-      break;
-    case 3: /* claims to be compressed */
-      sh[index].sh_flags |= SHF_COMPRESSED;
-      if (size >= sizeof(Elf64_Chdr)) {
-        Elf64_Chdr ch = {ELFCOMPRESS_ZLIB, 0, (seed >> 20) % (1u << 30), 1};
-        memcpy(elf + off, &ch, sizeof ch);
-      }
-      break;
+  for (size_t s = 0; s < sizeof sections / sizeof sections[0]; s++) {
+    for (int round = 0; round < 60; round++) {
+      damage_section(elf, len, orig, sections[s], &seed, round);
+      lines_of_bytes(elf, len, vaddrs, 64);
     }
-    lines_of_bytes(elf, len, vaddrs, 64);
   }
   free(elf);
   free(orig);
@@ -553,7 +569,7 @@ int main(void)
       cmocka_unit_test(test_symbolize_dlopen_dwarf4_then_dlclose),
       cmocka_unit_test(test_symbolize_truncated_elf),
       cmocka_unit_test(test_symbolize_corrupt_elf),
-      cmocka_unit_test(test_symbolize_corrupt_debug_line),
+      cmocka_unit_test(test_symbolize_corrupt_dwarf),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
