@@ -43,8 +43,8 @@ struct culpert__symbolizer;
 /*
  * culpert__symbolize_open: snapshot the loaded objects (dl_iterate_phdr)
  * into a new symbolizer. Mapping 0 is the main executable; the rest follow
- * in load order, the vdso included. Symbol tables are read lazily, the
- * first time an address inside the object is looked up.
+ * in load order, the vdso included. An object's files (symbols, DWARF)
+ * are read lazily, the first time an address inside it is looked up.
  * Returns 0 or -ENOMEM.
  */
 int culpert__symbolize_open(struct culpert__symbolizer **out);
@@ -61,8 +61,9 @@ long culpert__symbolize_find_map(const struct culpert__symbolizer *s, uint64_t a
 /*
  * culpert__symbolize_addr: describe the code at `addr` (pass the address of
  * an instruction: the leaf ip, or a return address minus one). Looks in the
- * object's .symtab, else its .dynsym, else the .symtab of a separate debug
- * file under /usr/lib/debug/.build-id/, else dladdr(). Returns 0 when a
+ * object's .symtab, else the .symtab of its separate debug file under
+ * /usr/lib/debug/.build-id/, else its .dynsym; dladdr() only when the
+ * object's file cannot be read at all. Returns 0 when a
  * name was found, -ENOENT otherwise (out->name is then NULL). Strings stay
  * valid until the next call or culpert__symbolize_close(), whichever comes
  * first (copy them to keep them).
@@ -84,9 +85,9 @@ int culpert__symbolize_lines(struct culpert__symbolizer *s, const uint64_t *addr
                              struct culpert__srcpos *out);
 
 /*
- * The function symbols (and line table) of one ELF file, addressed by the virtual addresses
- * the file itself uses (no load bias). Exposed for the symbolizer's tests
- * and for tools; the symbolizer uses the same code.
+ * The function symbols and DWARF of one ELF file, addressed by the virtual
+ * addresses the file itself uses (no load bias). Exposed for the
+ * symbolizer's tests and for tools; the symbolizer uses the same code.
  */
 struct culpert__symtab;
 
@@ -97,8 +98,8 @@ int culpert__symtab_load(const char *path, struct culpert__symtab **out);
 const char *culpert__symtab_lookup(const struct culpert__symtab *t, uint64_t vaddr);
 /* Number of function symbols read. */
 size_t culpert__symtab_count(const struct culpert__symtab *t);
-/* File and line of each of `n` addresses of the file, as for
- * culpert__symbolize_lines; names stay valid until the table is freed. */
+/* Source positions of `n` addresses of the file, as for
+ * culpert__symbolize_lines; results stay valid until the table is freed. */
 int culpert__symtab_lines(struct culpert__symtab *t, const uint64_t *vaddrs, size_t n,
                           struct culpert__srcpos *out);
 /* Whether the table came from a full .symtab (not only .dynsym). */
