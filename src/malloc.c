@@ -164,8 +164,11 @@ static void do_resolve(void)
     SET_FN(r.memalign, next_in("memalign", &ref));
     SET_FN(r.malloc_usable_size, dlsym(RTLD_NEXT, "malloc_usable_size"));
   }
-  if (r.malloc == NULL || r.free == NULL || r.calloc == NULL || r.realloc == NULL)
-    return; /* keep the arena: every allocation fails once it is full */
+  if (r.malloc == NULL || r.free == NULL || r.calloc == NULL || r.realloc == NULL) {
+    /* Keep the arena: allocations fail once it is full. */
+    culpert__say("cannot find the next malloc (dlsym RTLD_NEXT failed)");
+    return;
+  }
   real = r;
 }
 
@@ -222,7 +225,14 @@ static void *boot_calloc(size_t m, size_t n)
 
 static void *boot_realloc(void *p, size_t n)
 {
-  return resolved_real() ? real.realloc(p, n) : NULL;
+  if (resolved_real())
+    return real.realloc(p, n);
+  if (p != NULL && !in_arena(p))
+    return NULL; /* cannot happen: nothing else exists yet */
+  void *q = arena_alloc(n, 16);
+  if (q != NULL && p != NULL)
+    memcpy(q, p, arena_size(p) < n ? arena_size(p) : n);
+  return q;
 }
 
 static int boot_posix_memalign(void **out, size_t align, size_t n)
