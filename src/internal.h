@@ -134,6 +134,11 @@ void culpert__sampler_setup(uint64_t rate, uint64_t seed);
  */
 void culpert__sampler_thread_init(struct culpert__thread *t);
 
+/* culpert__sampler_stream: the PRNG state of the order-th thread (0 = the
+ * first to reach the slow path) for a given seed: a pure function, so a
+ * seed reproduces every thread's sampling sequence. */
+uint64_t culpert__sampler_stream(uint64_t seed, uint64_t order);
+
 /*
  * culpert__sampler_next: draw the next interval in bytes for thread `t`:
  * floor of an exponential variate of mean culpert__rate (0 when the rate is

@@ -40,11 +40,16 @@ void culpert__sampler_setup(uint64_t rate, uint64_t seed)
   seed_base = seed;
 }
 
+uint64_t culpert__sampler_stream(uint64_t seed, uint64_t order)
+{
+  uint64_t s = seed ^ (order * UINT64_C(0xD1B54A32D192ED03));
+  return splitmix64(&s);
+}
+
 void culpert__sampler_thread_init(struct culpert__thread *t)
 {
   uint64_t order = atomic_fetch_add_explicit(&thread_order, 1, memory_order_relaxed);
-  uint64_t s = seed_base ^ (order * UINT64_C(0xD1B54A32D192ED03));
-  t->rng = splitmix64(&s);
+  t->rng = culpert__sampler_stream(seed_base, order);
   t->ready = 1;
 }
 

@@ -70,32 +70,41 @@ static void test_sampler_weights(void **state)
   assert_true(fabs(culpert__sampler_weight(100u << 20, R) - 1.0) < 1e-12);
 }
 
-/* Same seed and thread order: same intervals. Different thread order:
- * different stream. */
+/* Same seed and thread order: the same intervals, run after run. Another
+ * thread order or another seed: another sequence. */
 static void test_sampler_seed_reproducible(void **state)
 {
   (void)state;
-  struct culpert__thread a, b, c;
-  int64_t va[16], vb[16];
-  memset(&a, 0, sizeof a);
-  memset(&b, 0, sizeof b);
-  memset(&c, 0, sizeof c);
+  int64_t first[3][32];
+  const uint64_t seeds[3][2] = {{1234, 0}, {1234, 1}, {1235, 0}}; /* (seed, order) */
   culpert__sampler_setup(524288, 1234);
-  /* thread order is global: reset by construction of two runs is not
-   * possible, so compare the streams of a first and a later thread against
-   * a replay with the state copied. */
-  culpert__sampler_thread_init(&a);
-  b = a;
-  culpert__sampler_thread_init(&c);
-  for (int i = 0; i < 16; i++) {
-    va[i] = culpert__sampler_next(&a);
-    vb[i] = culpert__sampler_next(&b);
+  for (int k = 0; k < 3; k++) {
+    struct culpert__thread t;
+    memset(&t, 0, sizeof t);
+    t.rng = culpert__sampler_stream(seeds[k][0], seeds[k][1]);
+    for (int i = 0; i < 32; i++)
+      first[k][i] = culpert__sampler_next(&t);
   }
-  assert_memory_equal(va, vb, sizeof va);
-  int differ = 0;
-  for (int i = 0; i < 16; i++)
-    differ += culpert__sampler_next(&c) != va[i];
-  assert_true(differ > 12);
+  /* a second "run" gives the same sequence */
+  struct culpert__thread again;
+  memset(&again, 0, sizeof again);
+  again.rng = culpert__sampler_stream(1234, 0);
+  for (int i = 0; i < 32; i++)
+    assert_int_equal(culpert__sampler_next(&again), first[0][i]);
+  for (int k = 1; k < 3; k++) {
+    int differ = 0;
+    for (int i = 0; i < 32; i++)
+      differ += first[k][i] != first[0][i];
+    assert_true(differ > 28);
+  }
+  /* threads that start in order get consecutive streams */
+  struct culpert__thread t1, t2;
+  memset(&t1, 0, sizeof t1);
+  memset(&t2, 0, sizeof t2);
+  culpert__sampler_thread_init(&t1);
+  culpert__sampler_thread_init(&t2);
+  assert_true(t1.ready && t2.ready);
+  assert_true(t1.rng != t2.rng);
 }
 
 /*
