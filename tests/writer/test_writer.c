@@ -694,7 +694,7 @@ static char *run_pprof(const char *args, const char *file, int *status)
 {
   char cmd[2048];
   snprintf(cmd, sizeof cmd,
-           "d=$(mktemp -d) && HOME=$d GOCACHE=$d/cache GOFLAGS=-mod=mod GOPROXY=off "
+           "d=$(mktemp -d) && HOME=$d GOCACHE=$d/cache GOFLAGS= GOPROXY=off GOTOOLCHAIN=local "
            "PPROF_TMPDIR=$d go tool pprof %s %s 2>&1; rc=$?; rm -rf \"$d\"; exit $rc",
            args, file);
   FILE *f = popen(cmd, "r");
