@@ -35,7 +35,8 @@ rc=$?
 has out "decode_frame" || fail "no report after a failing program"
 
 # 3. The environment PROGRAM runs with; LD_PRELOAD keeps what was there.
-CULPERT_ROOT_PID=1 LD_PRELOAD=libm.so.6 "$culpert" run --rate 512KiB --stack fp -o c.pb.gz --no-report -- "$workload" env >out 2>err
+# (ASAN_OPTIONS: an ASan-built culpert must accept the foreign LD_PRELOAD.)
+ASAN_OPTIONS=verify_asan_link_order=0 CULPERT_ROOT_PID=1 LD_PRELOAD=libm.so.6 "$culpert" run --rate 512KiB --stack fp -o c.pb.gz --no-report -- "$workload" env >out 2>err
 rc=$?
 [ $rc -eq 0 ] || fail "env run exited $rc: $(cat err)"
 grep -q '^LD_PRELOAD=/.*/libculpert\.so libm\.so\.6$' out || fail "LD_PRELOAD not prepended: $(grep LD_PRELOAD out)"
