@@ -74,10 +74,9 @@ static long unique_spans(const struct culpert__profile *p)
 
 static bool known_prop(const char *key)
 {
-  static const char *const known[] = {"culpert.version", "culpert.rate",
-                                      "culpert.stack", "culpert.dropped_samples",
-                                      "culpert.span_overflow", "culpert.pid",
-                                      "culpert.exe"};
+  static const char *const known[] = {
+      "culpert.version",       "culpert.rate", "culpert.stack", "culpert.dropped_samples",
+      "culpert.span_overflow", "culpert.pid",  "culpert.exe"};
   for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
     if (strcmp(key, known[i]) == 0)
       return true;

@@ -24,11 +24,11 @@
 #include "profile.h"
 #include "spantree.h"
 
-#define TREE_NAME_COLS 40  /* name column of the tree, prefix included */
+#define TREE_NAME_COLS  40 /* name column of the tree, prefix included */
 #define TREE_BYTES_COLS 14 /* bytes column of the tree */
-#define TREE_MAX_DEPTH 12  /* deeper spans are summarised, columns stay put */
-#define LABEL_MAX_COLS 80  /* longer span names and callsites are cut */
-#define LABEL_BUF 1024
+#define TREE_MAX_DEPTH  12 /* deeper spans are summarised, columns stay put */
+#define LABEL_MAX_COLS  80 /* longer span names and callsites are cut */
+#define LABEL_BUF       1024
 
 /* Allocation machinery: frames skipped when looking for the callsite.
  * POSIX extended regexes matched against the function name. */
@@ -195,9 +195,9 @@ static struct culpert__span_node **sorted_children(const struct culpert__span_no
 }
 
 /* Tree glyphs, three display columns each. */
-#define GLYPH_MID "\xe2\x94\x9c\xe2\x94\x80 "  /* "├─ " */
-#define GLYPH_LAST "\xe2\x94\x94\xe2\x94\x80 " /* "└─ " */
-#define GLYPH_PIPE "\xe2\x94\x82  "            /* "│  " */
+#define GLYPH_MID   "\xe2\x94\x9c\xe2\x94\x80 " /* "├─ " */
+#define GLYPH_LAST  "\xe2\x94\x94\xe2\x94\x80 " /* "└─ " */
+#define GLYPH_PIPE  "\xe2\x94\x82  "            /* "│  " */
 #define GLYPH_SPACE "   "
 
 struct tree_ctx {
@@ -467,8 +467,8 @@ static int flat(FILE *f, const struct culpert__profile *p, const struct opts *o,
         }
         rows = nr;
       }
-      rows[nrows++] = (struct row){.name = n->name, .bytes = n->self_bytes,
-                                   .samples = n->self_samples};
+      rows[nrows++] =
+          (struct row){.name = n->name, .bytes = n->self_bytes, .samples = n->self_samples};
     }
     for (size_t i = 0; i < n->nchildren; i++) {
       if (depth == cap) {
@@ -517,7 +517,7 @@ out:
 
 /* ---- callsites ---------------------------------------------------------- */
 
-#define NO_STACK_LABEL "(no stack)"
+#define NO_STACK_LABEL       "(no stack)"
 #define MACHINERY_ONLY_LABEL "(allocation machinery only)"
 
 static bool is_machinery(const struct opts *o, const char *function)
@@ -626,16 +626,18 @@ static int callsites(FILE *f, const struct culpert__profile *p, const struct opt
       rc = -ENOMEM;
       goto out;
     }
-    rows[nrows++] = (struct row){.name = label, .owned = label,
-                                 .function = p->frames[i].function, .file = p->frames[i].file,
-                                 .line = p->frames[i].line, .bytes = fbytes[i],
+    rows[nrows++] = (struct row){.name = label,
+                                 .owned = label,
+                                 .function = p->frames[i].function,
+                                 .file = p->frames[i].file,
+                                 .line = p->frames[i].line,
+                                 .bytes = fbytes[i],
                                  .samples = fsamples[i]};
   }
   if (any_nostack)
     rows[nrows++] = (struct row){.name = NO_STACK_LABEL, .bytes = nostack_b, .samples = nostack_s};
   if (any_mach)
-    rows[nrows++] =
-        (struct row){.name = MACHINERY_ONLY_LABEL, .bytes = mach_b, .samples = mach_s};
+    rows[nrows++] = (struct row){.name = MACHINERY_ONLY_LABEL, .bytes = mach_b, .samples = mach_s};
   nrows = merge_rows(rows, nrows);
 
 json:
@@ -663,8 +665,8 @@ json:
       json_str(f, o->span);
     else
       fputs("null", f);
-    fprintf(f, ",\"total_bytes\":%" PRId64 ",\"total_samples\":%" PRId64
-               ",\"view\":\"callsites\"}\n",
+    fprintf(f,
+            ",\"total_bytes\":%" PRId64 ",\"total_samples\":%" PRId64 ",\"view\":\"callsites\"}\n",
             whole, whole_s);
     goto out;
   }
@@ -697,10 +699,14 @@ out:
 static int parse(int argc, char **argv, struct opts *o)
 {
   static const struct option longopts[] = {
-      {"flat", no_argument, NULL, 'f'},       {"span", required_argument, NULL, 's'},
-      {"no-span", no_argument, NULL, 'n'},    {"top", required_argument, NULL, 't'},
-      {"inuse", no_argument, NULL, 'i'},      {"format", required_argument, NULL, 'F'},
-      {"skip", required_argument, NULL, 'k'}, {"help", no_argument, NULL, 'h'},
+      {"flat", no_argument, NULL, 'f'},
+      {"span", required_argument, NULL, 's'},
+      {"no-span", no_argument, NULL, 'n'},
+      {"top", required_argument, NULL, 't'},
+      {"inuse", no_argument, NULL, 'i'},
+      {"format", required_argument, NULL, 'F'},
+      {"skip", required_argument, NULL, 'k'},
+      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   bool want_span = false, want_nospan = false, want_flat = false;

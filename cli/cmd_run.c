@@ -30,29 +30,28 @@
 
 static void help(FILE *f)
 {
-  fprintf(f,
-          "usage: culpert run [options] [--] PROGRAM [ARGS...]\n"
-          "\n"
-          "Run PROGRAM with libculpert preloaded, then print the span tree of the\n"
-          "profile it wrote. PROGRAM must be dynamically linked.\n"
-          "\n"
-          "Options:\n"
-          "  -o, --output FILE  write the profile to FILE (default\n"
-          "                     culpert.<program>.<pid>.pb.gz in the current directory,\n"
-          "                     <pid> being PROGRAM's process id)\n"
-          "  --rate BYTES       mean bytes between samples (CULPERT_SAMPLE_RATE);\n"
-          "                     suffixes K, M, G, T with optional i and B (4K, 512KiB,\n"
-          "                     1MB: all powers of 1024); 0 records every allocation\n"
-          "  --stack MODE       how stacks are captured: libunwind (default) or fp\n"
-          "                     (frame pointers; faster, needs -fno-omit-frame-pointer)\n"
-          "  --no-report        do not print the report, only write the profile\n"
-          "  -h, --help         show this help\n"
-          "\n"
-          "libculpert.so is looked for in $CULPERT_LIB, then next to this binary:\n"
-          "<bindir>/../lib (an install) or <build>/src (the build tree).\n"
-          "\n"
-          "Exit status: PROGRAM's (128+N if signal N ended it); 2 if culpert fails,\n"
-          "PROGRAM cannot be started, or it succeeded but wrote no profile.\n");
+  fprintf(f, "usage: culpert run [options] [--] PROGRAM [ARGS...]\n"
+             "\n"
+             "Run PROGRAM with libculpert preloaded, then print the span tree of the\n"
+             "profile it wrote. PROGRAM must be dynamically linked.\n"
+             "\n"
+             "Options:\n"
+             "  -o, --output FILE  write the profile to FILE (default\n"
+             "                     culpert.<program>.<pid>.pb.gz in the current directory,\n"
+             "                     <pid> being PROGRAM's process id)\n"
+             "  --rate BYTES       mean bytes between samples (CULPERT_SAMPLE_RATE);\n"
+             "                     suffixes K, M, G, T with optional i and B (4K, 512KiB,\n"
+             "                     1MB: all powers of 1024); 0 records every allocation\n"
+             "  --stack MODE       how stacks are captured: libunwind (default) or fp\n"
+             "                     (frame pointers; faster, needs -fno-omit-frame-pointer)\n"
+             "  --no-report        do not print the report, only write the profile\n"
+             "  -h, --help         show this help\n"
+             "\n"
+             "libculpert.so is looked for in $CULPERT_LIB, then next to this binary:\n"
+             "<bindir>/../lib (an install) or <build>/src (the build tree).\n"
+             "\n"
+             "Exit status: PROGRAM's (128+N if signal N ended it); 2 if culpert fails,\n"
+             "PROGRAM cannot be started, or it succeeded but wrote no profile.\n");
 }
 
 /* Parse a byte count with an optional K/M/G/T suffix (powers of 1024), an
@@ -71,11 +70,24 @@ static int parse_rate(const char *s, uint64_t *out)
   }
   unsigned shift = 0;
   switch (*c) {
-  case 'k': case 'K': shift = 10; break;
-  case 'm': case 'M': shift = 20; break;
-  case 'g': case 'G': shift = 30; break;
-  case 't': case 'T': shift = 40; break;
-  default: break;
+  case 'k':
+  case 'K':
+    shift = 10;
+    break;
+  case 'm':
+  case 'M':
+    shift = 20;
+    break;
+  case 'g':
+  case 'G':
+    shift = 30;
+    break;
+  case 't':
+  case 'T':
+    shift = 40;
+    break;
+  default:
+    break;
   }
   if (shift) {
     c++;
@@ -115,8 +127,7 @@ static int find_lib(char *out, size_t len)
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) {
     if (!realpath(culpert__argv0, self)) {
-      culpert__error("cannot find the culpert executable to locate " LIB_NAME
-                     " (set CULPERT_LIB)");
+      culpert__error("cannot find the culpert executable to locate " LIB_NAME " (set CULPERT_LIB)");
       return -ENOENT;
     }
   } else {
@@ -129,14 +140,14 @@ static int find_lib(char *out, size_t len)
   }
   *slash = '\0';
   static const char *const rel[] = {
-      "../lib/" LIB_NAME,
-      "../lib64/" LIB_NAME,
+    "../lib/" LIB_NAME,
+    "../lib64/" LIB_NAME,
 #if defined(__x86_64__)
-      "../lib/x86_64-linux-gnu/" LIB_NAME,
+    "../lib/x86_64-linux-gnu/" LIB_NAME,
 #elif defined(__aarch64__)
-      "../lib/aarch64-linux-gnu/" LIB_NAME,
+    "../lib/aarch64-linux-gnu/" LIB_NAME,
 #endif
-      "../src/" LIB_NAME,
+    "../src/" LIB_NAME,
   };
   for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
     int m = snprintf(out, len, "%s/%s", self, rel[i]);
@@ -174,8 +185,7 @@ static const char *base_name(const char *path)
 
 /* The profile path: -o FILE or culpert.<program>.<pid>.pb.gz, made absolute
  * so a PROGRAM that changes directory still writes where we look. */
-static int output_path(const char *opt_o, const char *program, pid_t pid, char *out,
-                       size_t len)
+static int output_path(const char *opt_o, const char *program, pid_t pid, char *out, size_t len)
 {
   char name[PATH_MAX];
   int n;
@@ -234,12 +244,9 @@ static void child(const struct run_opts *o, const char *lib, int fd)
 static int parse(int argc, char **argv, struct run_opts *o, char *rate_buf, size_t rate_len)
 {
   static const struct option longopts[] = {
-      {"rate", required_argument, NULL, 'r'},
-      {"stack", required_argument, NULL, 's'},
-      {"no-report", no_argument, NULL, 'n'},
-      {"output", required_argument, NULL, 'o'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
+      {"rate", required_argument, NULL, 'r'}, {"stack", required_argument, NULL, 's'},
+      {"no-report", no_argument, NULL, 'n'},  {"output", required_argument, NULL, 'o'},
+      {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
   };
   int c;
   optind = 0;
@@ -369,10 +376,9 @@ int culpert__cmd_run(int argc, char **argv)
     goto out;
   }
   struct stat after;
-  bool written = stat(out, &after) == 0 &&
-                 (!existed || after.st_ino != before.st_ino ||
-                  after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
-                  after.st_mtim.tv_nsec != before.st_mtim.tv_nsec);
+  bool written = stat(out, &after) == 0 && (!existed || after.st_ino != before.st_ino ||
+                                            after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
+                                            after.st_mtim.tv_nsec != before.st_mtim.tv_nsec);
   if (!written) {
     if (prog_status != 0) {
       fprintf(stderr, "culpert: note: %s exited with status %d and wrote no profile (%s)\n",

@@ -31,8 +31,8 @@
  * fit easily, while a crafted file cannot make the loader allocate more than
  * a fixed multiple of its size or past the absolute cap. */
 #define DECODE_BYTES_PER_INPUT_BYTE 48u
-#define DECODE_BASE_BYTES ((size_t)64 << 20)
-#define CULPERT_DECODE_MAX_BYTES ((size_t)2 << 30)
+#define DECODE_BASE_BYTES           ((size_t)64 << 20)
+#define CULPERT_DECODE_MAX_BYTES    ((size_t)2 << 30)
 
 typedef Perftools__Profiles__Profile pb_profile;
 typedef Perftools__Profiles__Sample pb_sample;
@@ -399,9 +399,9 @@ enum {
 
 struct field {
   uint64_t num;
-  unsigned wt;          /* wire type */
-  uint64_t v;           /* varint value (wt 0) */
-  const uint8_t *data;  /* payload (wt 2) */
+  unsigned wt;         /* wire type */
+  uint64_t v;          /* varint value (wt 0) */
+  const uint8_t *data; /* payload (wt 2) */
   size_t len;
 };
 
@@ -460,11 +460,21 @@ static int next_field(const uint8_t **p, const uint8_t *end, struct field *f)
 static int field_wire_type(uint64_t num)
 {
   switch (num) {
-  case F_SAMPLE_TYPE: case F_SAMPLE: case F_MAPPING: case F_LOCATION: case F_FUNCTION:
-  case F_STRING: case F_PERIOD_TYPE:
+  case F_SAMPLE_TYPE:
+  case F_SAMPLE:
+  case F_MAPPING:
+  case F_LOCATION:
+  case F_FUNCTION:
+  case F_STRING:
+  case F_PERIOD_TYPE:
     return 2;
-  case F_DROP_FRAMES: case F_KEEP_FRAMES: case F_TIME: case F_DURATION: case F_PERIOD:
-  case F_DEFAULT_TYPE: case F_DOC_URL:
+  case F_DROP_FRAMES:
+  case F_KEEP_FRAMES:
+  case F_TIME:
+  case F_DURATION:
+  case F_PERIOD:
+  case F_DEFAULT_TYPE:
+  case F_DOC_URL:
     return 0;
   case F_COMMENT:
     return -2; /* varint, or packed varints */
@@ -490,12 +500,24 @@ static int count_fields(const uint8_t *buf, size_t len, struct counts *c)
     if (want >= 0 && (unsigned)want != f.wt)
       return -1;
     switch (f.num) {
-    case F_SAMPLE_TYPE: c->sample_type++; break;
-    case F_SAMPLE: c->sample++; break;
-    case F_MAPPING: c->mapping++; break;
-    case F_LOCATION: c->location++; break;
-    case F_FUNCTION: c->function++; break;
-    case F_STRING: c->string++; break;
+    case F_SAMPLE_TYPE:
+      c->sample_type++;
+      break;
+    case F_SAMPLE:
+      c->sample++;
+      break;
+    case F_MAPPING:
+      c->mapping++;
+      break;
+    case F_LOCATION:
+      c->location++;
+      break;
+    case F_FUNCTION:
+      c->function++;
+      break;
+    case F_STRING:
+      c->string++;
+      break;
     case F_COMMENT:
       if (f.wt == 0) {
         c->comment++;
@@ -511,7 +533,8 @@ static int count_fields(const uint8_t *buf, size_t len, struct counts *c)
         return -1;
       }
       break;
-    default: break;
+    default:
+      break;
     }
   }
   return r;
@@ -522,11 +545,11 @@ static int count_fields(const uint8_t *buf, size_t len, struct counts *c)
 struct builder {
   pb_profile *pb; /* everything but samples and strings, decoded */
   struct culpert__profile *p;
-  struct arena *a;       /* the model */
+  struct arena *a;        /* the model */
   struct arena *pb_arena; /* decoded sub-messages */
-  const uint8_t *buf;    /* the decompressed Profile */
+  const uint8_t *buf;     /* the decompressed Profile */
   size_t buflen;
-  size_t nsamples;       /* Sample fields in buf */
+  size_t nsamples; /* Sample fields in buf */
   bool gzipped;
   const char *name;
   char *err;
@@ -546,8 +569,9 @@ static int64_t sat_add(int64_t a, int64_t b)
 
 static int decode_failed(struct builder *b, const char *where)
 {
-  return fail(b->err, b->errlen, b->name, -EINVAL, "not a pprof profile (protobuf decoding failed%s%s)",
-              where, b->gzipped ? " after gunzip" : "");
+  return fail(b->err, b->errlen, b->name, -EINVAL,
+              "not a pprof profile (protobuf decoding failed%s%s)", where,
+              b->gzipped ? " after gunzip" : "");
 }
 
 /* Resolve string index `idx` into *s, or fail naming `what`. */
@@ -555,8 +579,8 @@ static int str_at(struct builder *b, int64_t idx, const char **s, const char *wh
 {
   if (idx < 0 || (uint64_t)idx >= b->nstrings)
     return fail(b->err, b->errlen, b->name, -EINVAL,
-                "%s refers to string %" PRId64 ", but the string table has %zu entries", what,
-                idx, b->nstrings);
+                "%s refers to string %" PRId64 ", but the string table has %zu entries", what, idx,
+                b->nstrings);
   *s = b->strings[idx];
   return 0;
 }
@@ -605,7 +629,8 @@ static int decode_header(struct builder *b, const struct counts *c)
       Perftools__Profiles__ValueType *vt =
           unpack(&perftools__profiles__value_type__descriptor, b->pb_arena, &f);
       if (!vt)
-        return b->pb_arena->over_budget ? nomem(b, b->pb_arena) : decode_failed(b, " in a value type");
+        return b->pb_arena->over_budget ? nomem(b, b->pb_arena)
+                                        : decode_failed(b, " in a value type");
       if (f.num == F_SAMPLE_TYPE)
         pb->sample_type[pb->n_sample_type++] = vt;
       else
@@ -621,13 +646,15 @@ static int decode_header(struct builder *b, const struct counts *c)
     case F_LOCATION:
       if (!(pb->location[pb->n_location] =
                 unpack(&perftools__profiles__location__descriptor, b->pb_arena, &f)))
-        return b->pb_arena->over_budget ? nomem(b, b->pb_arena) : decode_failed(b, " in a location");
+        return b->pb_arena->over_budget ? nomem(b, b->pb_arena)
+                                        : decode_failed(b, " in a location");
       pb->n_location++;
       break;
     case F_FUNCTION:
       if (!(pb->function[pb->n_function] =
                 unpack(&perftools__profiles__function__descriptor, b->pb_arena, &f)))
-        return b->pb_arena->over_budget ? nomem(b, b->pb_arena) : decode_failed(b, " in a function");
+        return b->pb_arena->over_budget ? nomem(b, b->pb_arena)
+                                        : decode_failed(b, " in a function");
       pb->n_function++;
       break;
     case F_STRING: {
@@ -650,14 +677,29 @@ static int decode_header(struct builder *b, const struct counts *c)
           pb->comment[pb->n_comment++] = (int64_t)v;
       }
       break;
-    case F_DROP_FRAMES: pb->drop_frames = (int64_t)f.v; break;
-    case F_KEEP_FRAMES: pb->keep_frames = (int64_t)f.v; break;
-    case F_TIME: pb->time_nanos = (int64_t)f.v; break;
-    case F_DURATION: pb->duration_nanos = (int64_t)f.v; break;
-    case F_PERIOD: pb->period = (int64_t)f.v; break;
-    case F_DEFAULT_TYPE: pb->default_sample_type = (int64_t)f.v; break;
-    case F_DOC_URL: pb->doc_url = (int64_t)f.v; break;
-    default: break;
+    case F_DROP_FRAMES:
+      pb->drop_frames = (int64_t)f.v;
+      break;
+    case F_KEEP_FRAMES:
+      pb->keep_frames = (int64_t)f.v;
+      break;
+    case F_TIME:
+      pb->time_nanos = (int64_t)f.v;
+      break;
+    case F_DURATION:
+      pb->duration_nanos = (int64_t)f.v;
+      break;
+    case F_PERIOD:
+      pb->period = (int64_t)f.v;
+      break;
+    case F_DEFAULT_TYPE:
+      pb->default_sample_type = (int64_t)f.v;
+      break;
+    case F_DOC_URL:
+      pb->doc_url = (int64_t)f.v;
+      break;
+    default:
+      break;
     }
   }
   b->nsamples = c->sample;
@@ -670,8 +712,7 @@ static int check_strings(struct builder *b)
     return fail(b->err, b->errlen, b->name, -EINVAL,
                 "string table is empty (string_table[0] must be \"\")");
   if (b->strings[0][0] != '\0')
-    return fail(b->err, b->errlen, b->name, -EINVAL,
-                "string_table[0] must be the empty string");
+    return fail(b->err, b->errlen, b->name, -EINVAL, "string_table[0] must be the empty string");
   b->k_span_name = b->k_span_id = b->k_span_parent = -1;
   for (size_t i = b->nstrings; i-- > 1;) {
     if (strcmp(b->strings[i], "span_name") == 0)
@@ -705,8 +746,7 @@ static int pick_values(struct builder *b, struct value_index *vi)
         (rc = str_at(b, vt->unit, &unit, "a sample type unit")))
       return rc;
     if (flen < sizeof found - 1) {
-      int n = snprintf(found + flen, sizeof found - flen, "%s%s/%s", flen ? ", " : "", type,
-                       unit);
+      int n = snprintf(found + flen, sizeof found - flen, "%s%s/%s", flen ? ", " : "", type, unit);
       if (n > 0)
         flen = flen + (size_t)n < sizeof found ? flen + (size_t)n : sizeof found - 1;
     }
@@ -973,8 +1013,8 @@ static int load_sample(struct builder *b, const struct value_index *vi, const st
 
   if (s->n_value != b->pb->n_sample_type)
     return fail(b->err, b->errlen, b->name, -EINVAL,
-                "sample %zu has %zu values but the profile has %zu sample types", i + 1,
-                s->n_value, b->pb->n_sample_type);
+                "sample %zu has %zu values but the profile has %zu sample types", i + 1, s->n_value,
+                b->pb->n_sample_type);
 
   size_t total = 0;
   for (size_t j = 0; j < s->n_location_id; j++) {
@@ -1008,12 +1048,12 @@ static int load_sample(struct builder *b, const struct value_index *vi, const st
         (rc = str_at(b, l->num_unit, &unit, "a sample label unit")))
       return rc;
     /* Compare indices first; strcmp only for duplicate key strings. */
-    if (l->key == b->k_span_name || (l->key != b->k_span_id && l->key != b->k_span_parent &&
-                                     strcmp(key, "span_name") == 0)) {
+    if (l->key == b->k_span_name ||
+        (l->key != b->k_span_id && l->key != b->k_span_parent && strcmp(key, "span_name") == 0)) {
       if (!out->span_name && str[0])
         out->span_name = str;
-    } else if (l->key == b->k_span_id || (l->key != b->k_span_parent &&
-                                          strcmp(key, "span_id") == 0)) {
+    } else if (l->key == b->k_span_id ||
+               (l->key != b->k_span_parent && strcmp(key, "span_id") == 0)) {
       if (!out->span_id)
         out->span_id = l->num;
     } else if (l->key == b->k_span_parent || strcmp(key, "span_parent_id") == 0) {
@@ -1155,8 +1195,15 @@ int culpert__profile_load_buffer(const void *data, size_t len, const char *name,
     goto out;
   }
   p->arena_ = model;
-  struct builder b = {.p = p, .a = model, .pb_arena = &pb_arena, .buf = raw, .buflen = rawlen,
-                      .gzipped = gzipped, .name = name, .err = err, .errlen = errlen};
+  struct builder b = {.p = p,
+                      .a = model,
+                      .pb_arena = &pb_arena,
+                      .buf = raw,
+                      .buflen = rawlen,
+                      .gzipped = gzipped,
+                      .name = name,
+                      .err = err,
+                      .errlen = errlen};
   rc = build_model(&b);
 out:
   free(inflated);
@@ -1172,8 +1219,7 @@ out:
   return 0;
 }
 
-int culpert__profile_load(const char *path, struct culpert__profile **out, char *err,
-                          size_t errlen)
+int culpert__profile_load(const char *path, struct culpert__profile **out, char *err, size_t errlen)
 {
   FILE *f = NULL;
   unsigned char *buf = NULL;

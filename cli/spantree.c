@@ -189,8 +189,7 @@ static int recs_add(struct recs *r, int64_t id, int64_t parent, const char *name
  * then create the nodes top-down. `chain` has room for every record.
  */
 static struct culpert__span_node *resolve(struct tree *t, const struct recs *recs,
-                                          struct span_rec *r, struct span_rec **chain,
-                                          size_t stamp)
+                                          struct span_rec *r, struct span_rec **chain, size_t stamp)
 {
   size_t depth = 0;
   struct culpert__span_node *base = &t->top;

@@ -58,9 +58,9 @@ static uint64_t next(void)
   return rng;
 }
 
-#define NFUNCS 5000
+#define NFUNCS        5000
 #define LOCS_PER_FUNC 4
-#define NSPANS 64
+#define NSPANS        64
 
 /* Build the profile and write it gzipped to `path`. */
 static int write_profile(const char *path, size_t nsamples, size_t nstacks)
@@ -225,8 +225,7 @@ static int run(char *const argv[], const char *const env[], double *secs, double
 }
 
 /* Best of `n` runs. */
-static int best_of(int n, char *const argv[], const char *const env[], double *secs,
-                   double *rss)
+static int best_of(int n, char *const argv[], const char *const env[], double *secs, double *rss)
 {
   *secs = 1e9;
   for (int i = 0; i < n; i++) {
@@ -288,8 +287,8 @@ int main(int argc, char **argv)
     return 2;
   }
   double t2 = now();
-  printf("in process: load %.3f s, span tree %.3f s (%zu samples, %zu frames)\n", t1 - t0,
-         t2 - t1, p->nsamples, p->nframes);
+  printf("in process: load %.3f s, span tree %.3f s (%zu samples, %zu frames)\n", t1 - t0, t2 - t1,
+         p->nsamples, p->nframes);
   culpert__spantree_free(root);
   culpert__profile_free(p);
 
@@ -317,13 +316,12 @@ int main(int argc, char **argv)
   char gohome[160], gocache[160];
   snprintf(gohome, sizeof gohome, "%s/home", dir);
   snprintf(gocache, sizeof gocache, "%s/gocache", dir);
-  const char *env[] = {"HOME", gohome, "GOCACHE", gocache, "GOFLAGS", "", "GOTOOLCHAIN", "local",
-                       NULL};
+  const char *env[] = {"HOME", gohome,        "GOCACHE", gocache, "GOFLAGS",
+                       "",     "GOTOOLCHAIN", "local",   NULL};
   char *go[] = {"go", "tool", "pprof", "-top", path, NULL};
   int rc = getenv("CULPERT_BENCH_NO_GO") ? -1 : run(go, env, &secs, &rss);
   if (rc) {
-    printf("%-34s %10s %12s   (go not available: exit %d)\n", "go tool pprof -top", "-", "-",
-           rc);
+    printf("%-34s %10s %12s   (go not available: exit %d)\n", "go tool pprof -top", "-", "-", rc);
   } else {
     printf("%-34s %10.3f %12.1f\n", "go tool pprof -top", secs, rss);
     printf("\nculpert report is %.1fx faster than go tool pprof -top\n", secs / tree_secs);

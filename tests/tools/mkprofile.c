@@ -71,11 +71,11 @@ static char *xstrdup(const char *s)
 }
 
 /* Append one pointer to a growing array (capacity doubles at powers of 2). */
-#define PUSH(arr, n, item)                                                  \
-  do {                                                                      \
-    if (((n) & ((n)-1)) == 0)                                               \
-      (arr) = xrealloc((arr), ((n) ? (n)*2 : 1) * sizeof *(arr));           \
-    (arr)[(n)++] = (item);                                                  \
+#define PUSH(arr, n, item)                                                                         \
+  do {                                                                                             \
+    if (((n) & ((n)-1)) == 0)                                                                      \
+      (arr) = xrealloc((arr), ((n) ? (n)*2 : 1) * sizeof *(arr));                                  \
+    (arr)[(n)++] = (item);                                                                         \
   } while (0)
 
 /* ---- interning: string -> index, hashed ---------------------------------- */
