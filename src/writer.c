@@ -536,7 +536,8 @@ static int resolve_locations(struct ctx *c)
     addrs[i] = c->locs[i].address;
     addrs[n + i] = c->locs[i].start ? c->locs[i].start : c->locs[i].address;
   }
-  rc = culpert__symbolize_lines(c->sym, addrs, 2 * n, pos);
+  if (!(c->p->flags & CULPERT__WRITER_NAMES_ONLY))
+    rc = culpert__symbolize_lines(c->sym, addrs, 2 * n, pos);
   for (size_t i = 0; i < n && rc == 0; i++)
     rc = location_lines(c, &c->locs[i], &pos[i], &pos[n + i]);
 

@@ -20,8 +20,8 @@
 
 /* One span path node. Index 0 of the array is unused (0 means "no span"). */
 struct culpert__wspan {
-  const char *name;  /* NUL-terminated, never NULL */
-  uint32_t parent;   /* index of the parent node, 0 for a root span */
+  const char *name; /* NUL-terminated, never NULL */
+  uint32_t parent;  /* index of the parent node, 0 for a root span */
 };
 
 /* One aggregated bucket: a distinct (stack, span) pair. */
@@ -50,7 +50,13 @@ struct culpert__wprofile {
    * sorts them by key. */
   const char *const *comments;
   size_t ncomments;
+  /* CULPERT__WRITER_* flags; 0 (the default) symbolizes fully. */
+  unsigned flags;
 };
+
+/* Function names only: no DWARF file names, line numbers or inlined frames
+ * (reading DWARF is most of the writer's time on big binaries). */
+#define CULPERT__WRITER_NAMES_ONLY 1u
 
 /*
  * culpert__writer_encode: encode `p` as a gzipped pprof Profile. On success

@@ -521,6 +521,28 @@ static void test_writer_file_and_line(void **state)
   perftools__profiles__profile__free_unpacked(pr, NULL);
 }
 
+/* CULPERT__WRITER_NAMES_ONLY: names, but no files, lines or inline frames. */
+static void test_writer_names_only(void **state)
+{
+  (void)state;
+  uintptr_t ips[2] = {(uintptr_t)writer_fixture_record, return_into_helper};
+  struct culpert__wsample s = {ips, 2, 0, 1, 1, 1, 1, 1};
+  struct culpert__wprofile p = {.samples = &s, .nsamples = 1, .flags = CULPERT__WRITER_NAMES_ONLY};
+  Profile *pr = encode_decode(&p);
+  const Perftools__Profiles__Location *l = location(pr, pr->sample[0]->location_id[1]);
+  assert_int_equal(l->n_line, 1);
+  assert_int_equal(l->line[0]->line, 0);
+  const Perftools__Profiles__Function *f = function(pr, l->line[0]->function_id);
+  assert_string_equal(str(pr, f->name), "writer_fixture_inlined");
+  assert_int_equal(f->filename, 0);
+  const Perftools__Profiles__Mapping *m = mapping(pr, l->mapping_id);
+  assert_true(m->has_functions);
+  assert_false(m->has_filenames);
+  assert_false(m->has_line_numbers);
+  assert_false(m->has_inline_frames);
+  perftools__profiles__profile__free_unpacked(pr, NULL);
+}
+
 /* An inlined call is one more Line of the location, innermost first, each
  * with its own function, file and line; the mapping says it has inline
  * frames. */
@@ -777,6 +799,7 @@ int main(void)
       cmocka_unit_test(test_writer_shared_library_names),
       cmocka_unit_test(test_writer_file_and_line),
       cmocka_unit_test(test_writer_inline_frames),
+      cmocka_unit_test(test_writer_names_only),
       cmocka_unit_test(test_writer_dlclosed_code),
       cmocka_unit_test(test_writer_repeatable),
       cmocka_unit_test(test_writer_empty_profile),
