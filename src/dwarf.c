@@ -1142,45 +1142,86 @@ bad:
   return -1;
 }
 
-/* The unit containing .debug_info offset `off`, opened into `cu`. Units
- * are found by walking the headers from the start: references across
- * units are rare (LTO), so no index is kept. */
-static int cu_containing(const struct culpert__dwarf *d, uint64_t off, struct cu *cu)
+/* For references from one unit into another (common with LTO): where
+ * every unit starts, found once, and the last such unit kept open. */
+struct units {
+  uint64_t *start; /* sorted header offsets; NULL until first needed */
+  size_t n;
+  int indexed;
+  struct cu other;
+  int other_open;
+};
+
+static void units_free(struct units *u)
 {
-  uint64_t at = 0;
-  struct ranges rg;
-  while (at < d->info.len) {
-    uint64_t next = 0;
-    int rc = cu_open(d, at, cu, &next, &rg);
-    if (rc == 0 && off >= cu->die_off && off < cu->end)
-      return 0;
-    if (rc == 0)
-      abbrevs_free(&cu->ab);
-    if (rc == -ENOMEM || next <= at)
-      return -1;
-    at = next;
+  free(u->start);
+  if (u->other_open)
+    abbrevs_free(&u->other.ab);
+  memset(u, 0, sizeof *u);
+}
+
+/* The unit containing .debug_info offset `off`, or NULL. */
+static const struct cu *units_find(const struct culpert__dwarf *d, struct units *u, uint64_t off)
+{
+  if (u->other_open && off >= u->other.die_off && off < u->other.end)
+    return &u->other;
+  if (!u->indexed) {
+    size_t cap = 0;
+    u->indexed = 1;
+    for (uint64_t at = 0; at < d->info.len;) {
+      struct rd r = rd_at(&d->info, at);
+      uint64_t len = rd_u(&r, 4);
+      if (len == 0xffffffff)
+        len = rd_u(&r, 8);
+      if (r.err || len > (uint64_t)(r.end - r.p))
+        break;
+      if (u->n == cap) {
+        cap = cap ? cap * 2 : 256;
+        uint64_t *g = realloc(u->start, cap * sizeof *g);
+        if (!g)
+          break;
+        u->start = g;
+      }
+      u->start[u->n++] = at;
+      at = (uint64_t)(r.p - d->info.p) + len;
+    }
   }
-  return -1;
+  /* Last unit starting at or before off. */
+  size_t lo = 0, hi = u->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (u->start[mid] <= off)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == 0)
+    return NULL;
+  if (u->other_open)
+    abbrevs_free(&u->other.ab);
+  uint64_t next;
+  struct ranges rg;
+  u->other_open = cu_open(d, u->start[lo - 1], &u->other, &next, &rg) == 0;
+  if (!u->other_open || off < u->other.die_off || off >= u->other.end)
+    return NULL;
+  return &u->other;
 }
 
 /* The name of the function entry at `off`: the first linkage name along
- * its abstract origin / specification chain, else the first plain name. */
-static const char *die_name(const struct culpert__dwarf *d, const struct cu *home, uint64_t off)
+ * its abstract origin / specification chain, else the first plain name.
+ * The strings live in the sections. */
+static const char *die_name(const struct culpert__dwarf *d, const struct cu *home,
+                            struct units *units, uint64_t off)
 {
   const char *plain = NULL;
-  struct cu other;
-  int other_open = 0;
   const struct cu *cu = home;
   const char *found = NULL;
 
   for (int hop = 0; hop < 8 && !found; hop++) {
     if (off < cu->die_off || off >= cu->end) {
-      if (other_open)
-        abbrevs_free(&other.ab);
-      other_open = cu_containing(d, off, &other) == 0;
-      if (!other_open)
+      cu = off >= home->die_off && off < home->end ? home : units_find(d, units, off);
+      if (!cu)
         break;
-      cu = &other;
     }
     struct rd r = rd_at(&d->info, off);
     r.end = d->info.p + cu->end;
@@ -1204,9 +1245,6 @@ static const char *die_name(const struct culpert__dwarf *d, const struct cu *hom
       break;
     off = next_ref;
   }
-  /* The strings live in the sections, not in the unit's tables. */
-  if (other_open)
-    abbrevs_free(&other.ab);
   return found ? found : plain;
 }
 
@@ -1306,8 +1344,9 @@ static int pending_cmp(const void *x, const void *y)
 }
 
 /* Turns the pending calls of one unit into results: names, call files. */
-static int finish_unit(const struct culpert__dwarf *d, const struct cu *cu, struct pendings *pend,
-                       struct culpert__srcpos *out, struct culpert__pool *pool)
+static int finish_unit(const struct culpert__dwarf *d, const struct cu *cu, struct units *units,
+                       struct pendings *pend, struct culpert__srcpos *out,
+                       struct culpert__pool *pool)
 {
   struct lhdr h;
   uint64_t next;
@@ -1339,7 +1378,7 @@ static int finish_unit(const struct culpert__dwarf *d, const struct cu *cu, stru
     size_t n = o->ninl;
     for (size_t k = i; k < end; k++) {
       const struct pending *p = &pend->p[k];
-      inl[n].name = p->origin ? pool_strdup(pool, die_name(d, cu, p->origin)) : NULL;
+      inl[n].name = p->origin ? pool_strdup(pool, die_name(d, cu, units, p->origin)) : NULL;
       inl[n].call_file = have_lines ? lhdr_file(&h, p->call_file, pool) : NULL;
       inl[n].call_line = p->call_line > UINT32_MAX ? UINT32_MAX : (uint32_t)p->call_line;
       n++;
@@ -1357,6 +1396,7 @@ static int inline_pass(const struct culpert__dwarf *d, const struct want *w, siz
                        struct culpert__srcpos *out, struct culpert__pool *pool)
 {
   struct pendings pend = {0};
+  struct units units = {0};
   uint64_t off = 0;
   int rc = 0;
   while (rc == 0 && d->info.p && off < d->info.len) {
@@ -1373,7 +1413,7 @@ static int inline_pass(const struct culpert__dwarf *d, const struct want *w, siz
     if (orc == 0 && (rg.n == 0 || ranges_hit(&rg, w, nw))) {
       rc = walk_unit(d, &cu, w, nw, &pend);
       if (rc == 0)
-        rc = finish_unit(d, &cu, &pend, out, pool);
+        rc = finish_unit(d, &cu, &units, &pend, out, pool);
     }
     if (orc == 0)
       abbrevs_free(&cu.ab);
@@ -1382,6 +1422,7 @@ static int inline_pass(const struct culpert__dwarf *d, const struct want *w, siz
     off = next;
   }
   free(pend.p);
+  units_free(&units);
   return rc;
 }
 
