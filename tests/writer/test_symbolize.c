@@ -557,6 +557,132 @@ static void test_symbolize_corrupt_dwarf(void **state)
   free(orig);
 }
 
+/* "basename:line" of a path and line, into out. */
+static void base_line(char *out, size_t len, const char *path, unsigned long line)
+{
+  const char *b = path ? strrchr(path, '/') : NULL;
+  snprintf(out, len, "%s:%lu", b ? b + 1 : path ? path : "??", path ? line : 0);
+}
+
+/* Our source chain of `n` addresses of `file`, innermost first, one
+ * "basename:line ..." string per address. */
+static char **our_chains(const char *file, const uint64_t *vaddrs, size_t n)
+{
+  struct culpert__symtab *t;
+  assert_int_equal(culpert__symtab_load(file, &t), 0);
+  struct culpert__srcpos *pos = calloc(n, sizeof *pos);
+  char **chains = calloc(n, sizeof *chains);
+  assert_non_null(pos);
+  assert_non_null(chains);
+  assert_int_equal(culpert__symtab_lines(t, vaddrs, n, pos), 0);
+  for (size_t i = 0; i < n; i++) {
+    char buf[4096], item[512];
+    base_line(buf, sizeof buf, pos[i].file, pos[i].line);
+    for (uint32_t k = pos[i].ninl; k-- > 0;) {
+      base_line(item, sizeof item, pos[i].inl[k].call_file, pos[i].inl[k].call_line);
+      size_t used = strlen(buf);
+      snprintf(buf + used, sizeof buf - used, " %s", item);
+    }
+    chains[i] = strdup(buf);
+    assert_non_null(chains[i]);
+  }
+  free(pos);
+  culpert__symtab_free(t);
+  return chains;
+}
+
+/* The same from `llvm-symbolizer --inlining`, or NULL when it is missing. */
+static char **llvm_chains(const char *file, const uint64_t *vaddrs, size_t n)
+{
+  if (system("command -v llvm-symbolizer >/dev/null 2>&1") != 0)
+    return NULL;
+  char in[] = "/tmp/culpert-test-llvm-XXXXXX";
+  int fd = mkstemp(in);
+  assert_true(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  assert_non_null(f);
+  for (size_t i = 0; i < n; i++)
+    fprintf(f, "0x%llx\n", (unsigned long long)vaddrs[i]);
+  fclose(f);
+  char cmd[PATH_MAX * 2 + 128];
+  snprintf(cmd, sizeof cmd, "llvm-symbolizer --obj='%s' --inlining --functions=none < %s", file,
+           in);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  char **chains = calloc(n, sizeof *chains);
+  assert_non_null(chains);
+  char line[4096], buf[4096] = "";
+  size_t i = 0;
+  while (fgets(line, sizeof line, p) && i < n) {
+    line[strcspn(line, "\n")] = '\0';
+    if (line[0] == '\0') { /* end of one address */
+      chains[i++] = strdup(buf);
+      buf[0] = '\0';
+      continue;
+    }
+    /* "path:line:column" */
+    char *c2 = strrchr(line, ':');
+    if (c2)
+      *c2 = '\0';
+    char *c1 = strrchr(line, ':');
+    unsigned long ln = c1 ? strtoul(c1 + 1, NULL, 10) : 0;
+    if (c1)
+      *c1 = '\0';
+    char item[512];
+    base_line(item, sizeof item, strcmp(line, "??") == 0 ? NULL : line, ln);
+    size_t used = strlen(buf);
+    snprintf(buf + used, sizeof buf - used, "%s%s", used ? " " : "", item);
+  }
+  pclose(p);
+  unlink(in);
+  assert_int_equal(i, n);
+  return chains;
+}
+
+/* File, line and inlined calls agree with llvm-symbolizer on addresses all
+ * over the code of this executable (DWARF 5) and of the DWARF 4 fixture.
+ * Paths are compared by base name: llvm-symbolizer prefixes relative
+ * paths with the compilation directory, culpert keeps them as recorded. */
+static void test_symbolize_matches_llvm_symbolizer(void **state)
+{
+  (void)state;
+  char exe[PATH_MAX];
+  exe_path(exe, sizeof exe);
+  const char *files[] = {exe, CULPERT_FIXTURE_DWARF4};
+  for (size_t f = 0; f < 2; f++) {
+    size_t len, off, size, index;
+    unsigned char *elf = slurp(files[f], &len);
+    find_section(elf, ".text", &off, &size, &index);
+    const Elf64_Shdr *sh = (const void *)(elf + ((const Elf64_Ehdr *)elf)->e_shoff);
+    uint64_t text = sh[index].sh_addr;
+    free(elf);
+    assert_true(size > 0);
+
+    enum { N = 400 };
+    uint64_t vaddrs[N];
+    uint64_t seed = 99;
+    for (size_t i = 0; i < N; i++) {
+      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+      vaddrs[i] = text + (seed >> 20) % size;
+    }
+    char **theirs = llvm_chains(files[f], vaddrs, N);
+    if (!theirs) {
+      print_message("SKIPPED: llvm-symbolizer not installed, no cross-check\n");
+      skip();
+    }
+    char **ours = our_chains(files[f], vaddrs, N);
+    for (size_t i = 0; i < N; i++) {
+      if (strcmp(ours[i], theirs[i]) != 0)
+        fail_msg("%s 0x%llx:\n  culpert         %s\n  llvm-symbolizer %s", files[f],
+                 (unsigned long long)vaddrs[i], ours[i], theirs[i]);
+      free(ours[i]);
+      free(theirs[i]);
+    }
+    free(ours);
+    free(theirs);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -570,6 +696,7 @@ int main(void)
       cmocka_unit_test(test_symbolize_truncated_elf),
       cmocka_unit_test(test_symbolize_corrupt_elf),
       cmocka_unit_test(test_symbolize_corrupt_dwarf),
+      cmocka_unit_test(test_symbolize_matches_llvm_symbolizer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
