@@ -88,6 +88,9 @@ basic_exact | basic_fp)
   expect_line "$p" "^comment culpert.stack=$mode$" "comments"
   expect_line "$p" '^comment culpert.rate=0$' "comments"
   expect_line "$p" '^period 0$' "period"
+  expect_line "$p" '^comment culpert.span_overflow=6$' "overflow count"
+  expect_line "$p" '^comment culpert.span_underflow=1$' "underflow count"
+  expect_line "$p" '^comment culpert.dropped_samples=0$' "dropped samples"
   # the stack starts at the allocating function: no culpert frames
   expect_line "$p" ' span=handle_request/parse frames=parse_alloc;handle_request;main' "stack"
   expect_no_line "$p" 'frames=(malloc|sample_check|malloc_slow|culpert)' "culpert frames"

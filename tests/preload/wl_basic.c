@@ -6,6 +6,7 @@
  *   handle_request/parse   100 objects, 100000 bytes; 40 / 40000 in use
  *   handle_request/resize  3 objects, 4300 bytes (malloc+2 reallocs); 1 / 4000
  *   aligned                9 objects, 13456 bytes, all in use
+ * and the comments culpert.span_overflow=6, culpert.span_underflow=1.
  * It also checks errno preservation, alignment and zeroing itself, and
  * with "--snapshot PATH" writes a snapshot before exiting; with
  * "--chdir DIR" it changes directory before exiting.
@@ -103,6 +104,19 @@ __attribute__((noinline)) static void aligned(void)
   CHECK(calloc(huge, 3) == NULL);
 }
 
+/* 70 nested spans (6 beyond CULPERT_SPAN_MAX_DEPTH), all closed, then one
+ * exit too many: the profile counts culpert.span_overflow=6 and
+ * culpert.span_underflow=1, and the stack ends balanced. */
+static void deep_spans(void)
+{
+  for (int i = 0; i < 70; i++)
+    culpert_span_enter("deep");
+  free(malloc(10));
+  for (int i = 0; i < 70; i++)
+    culpert_span_exit();
+  culpert_span_exit();
+}
+
 static void errno_kept(void)
 {
   for (int i = 0; i < 1000; i++) {
@@ -121,6 +135,7 @@ int main(int argc, char **argv)
   handle_request();
   aligned();
   errno_kept();
+  deep_spans();
   printf("active=%d\n", culpert_is_active());
   printf("span outside=%llu\n", (unsigned long long)culpert_span_current());
   if (argc == 3 && strcmp(argv[1], "--snapshot") == 0) {
