@@ -68,11 +68,34 @@ static void test_record_empty_stack_and_reset(void **state)
   assert_int_equal(culpert__record_sample(NULL, 0, 0, 8, 1.0), 0);
 }
 
+/* Runs last: more distinct stacks than buckets. Samples beyond capacity
+ * are dropped and counted; known stacks still aggregate. */
+static void test_record_full_drops_and_counts(void **state)
+{
+  (void)state;
+  culpert__record_reset();
+  uintptr_t ip = 1;
+  int64_t first = culpert__record_sample(&ip, 1, 0, 8, 1.0);
+  assert_true(first >= 0);
+  uint64_t dropped0 = culpert__record_dropped();
+  int64_t last = 0;
+  for (ip = 2; last >= 0 && ip < 4000000; ip++)
+    last = culpert__record_sample(&ip, 1, 0, 8, 1.0);
+  assert_true(last < 0);
+  assert_int_equal(culpert__record_dropped() - dropped0, 1);
+  ip = 1;
+  assert_int_equal(culpert__record_sample(&ip, 1, 0, 8, 1.0), first);
+  ip = 99999999;
+  assert_true(culpert__record_sample(&ip, 1, 0, 8, 1.0) < 0);
+  assert_int_equal(culpert__record_dropped() - dropped0, 2);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_record_aggregates_by_stack_and_span),
       cmocka_unit_test(test_record_empty_stack_and_reset),
+      cmocka_unit_test(test_record_full_drops_and_counts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
