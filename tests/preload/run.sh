@@ -95,6 +95,23 @@ basic_exact | basic_fp)
   expect_line "$p" ' span=handle_request/parse frames=parse_alloc;handle_request;main' "stack"
   expect_no_line "$p" 'frames=(malloc|sample_check|malloc_slow|culpert)' "culpert frames"
   ;;
+no_libunwind)
+  # libunwind unloadable: stacks fall back to frame pointers, and the
+  # profile says so. Hides the library in a private mount namespace; skips
+  # where that is not allowed.
+  so=$(readlink -f /usr/lib/x86_64-linux-gnu/libunwind.so.8 2>/dev/null) || exit 77
+  [ -f "$so" ] || exit 77
+  unshare -m true 2>/dev/null || exit 77
+  unshare -m bash -c 'mount --bind /dev/null "$1" || exit 77
+    CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$2/nu.pb.gz" LD_PRELOAD="$3" "$4/wl_basic" >"$2/out" 2>&1' \
+    _ "$so" "$work" "$LIB" "$BIN"
+  rc=$?
+  [ "$rc" -eq 77 ] && exit 77
+  [ "$rc" -eq 0 ] || fail "wl_basic failed without libunwind: $(cat out)"
+  p=$(profile nu.pb.gz)
+  expect_line "$p" '^comment culpert.stack=fp$' "fallback recorded"
+  expect_line "$p" ' span=handle_request/parse frames=parse_alloc;handle_request;main' "fp stack"
+  ;;
 realloc_aligned)
   CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/r.pb.gz" run_pre "$BIN/wl_basic" >out 2>err ||
     fail "wl_basic failed: $(cat out err)"
