@@ -315,12 +315,17 @@ out:
 
 /* forget: p is about to be released; if it is a live sampled block, take it
  * out of the in-use totals. Returns 1 for a bootstrap arena block (which
- * must never reach the real allocator). */
+ * must never reach the real allocator). With the guard already set (culpert
+ * freeing its own unsampled memory, or a signal handler that interrupted
+ * the slow path) the live table is left alone: its lock may be held by this
+ * very thread. */
 static CULPERT__NOINLINE int forget(void *p)
 {
   if (in_arena(p))
     return 1;
   struct culpert__thread *t = &culpert__tls;
+  if (t->guard != 0)
+    return 0;
   struct culpert__live v;
   int saved = errno;
   t->guard++;
@@ -359,7 +364,7 @@ static CULPERT__NOINLINE void *realloc_slow(void *p, size_t n)
 {
   struct culpert__live v;
   int had = 0;
-  if (p != NULL && culpert__filter_test(p)) {
+  if (p != NULL && culpert__filter_test(p) && (in_arena(p) || culpert__tls.guard == 0)) {
     if (in_arena(p)) {
       size_t old = arena_size(p);
       if (n == 0)
