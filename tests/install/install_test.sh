@@ -29,7 +29,7 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 # shellcheck disable=SC2046
 cc -o "$tmp/pc_consumer" "$src/examples/find_package/main.c" $(pkg-config --cflags --libs culpert) \
   -Wl,-rpath,"$prefix/lib" || fail "build with pkg-config culpert failed"
-CULPERT_QUIET=1 "$tmp/pc_consumer" "$tmp/pc.pb.gz" | grep -q "active=1 snapshot=0" \
+CULPERT_QUIET=1 CULPERT_SAMPLE_RATE=0 "$tmp/pc_consumer" "$tmp/pc.pb.gz" | grep -q "active=1 snapshot=0" \
   || fail "program linked with -lculpert is not profiled"
 [[ -s $tmp/pc.pb.gz ]] || fail "linked program wrote no snapshot"
 "$prefix/bin/culpert" report --flat "$tmp/pc.pb.gz" | grep -q consumer_work \
@@ -39,6 +39,6 @@ CULPERT_QUIET=1 "$tmp/pc_consumer" "$tmp/pc.pb.gz" | grep -q "active=1 snapshot=
 cmake -S "$src/examples/find_package" -B "$tmp/fp" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null \
   || fail "find_package(culpert) failed"
 cmake --build "$tmp/fp" >/dev/null || fail "building against culpert::culpert failed"
-CULPERT_QUIET=1 LD_LIBRARY_PATH=$prefix/lib "$tmp/fp/consumer" "$tmp/fp.pb.gz" | grep -q "active=1 snapshot=0" \
+CULPERT_QUIET=1 CULPERT_SAMPLE_RATE=0 LD_LIBRARY_PATH=$prefix/lib "$tmp/fp/consumer" "$tmp/fp.pb.gz" | grep -q "active=1 snapshot=0" \
   || fail "find_package consumer is not profiled"
 echo "install test passed"
