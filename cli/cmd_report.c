@@ -76,7 +76,8 @@ static void help(FILE *f)
           "Views:\n"
           "  (default)          span tree: spans nested under their parents\n"
           "  --flat             table of spans by the bytes they allocated directly\n"
-          "  --span NAME        top callsites within span NAME (innermost span)\n"
+          "  --span NAME        top callsites within span NAME (innermost span);\n"
+          "                     '(no span)' is the same as --no-span\n"
           "  --no-span          top callsites outside every span\n"
           "\n"
           "Options:\n"
@@ -786,6 +787,9 @@ static int parse(int argc, char **argv, struct opts *o)
     return -EINVAL;
   }
   o->view = want_span || want_nospan ? VIEW_CALLSITES : want_flat ? VIEW_FLAT : VIEW_TREE;
+  /* The tree's name for samples outside every span selects them too. */
+  if (o->span && strcmp(o->span, CULPERT_NO_SPAN_NAME) == 0)
+    o->span = NULL;
   if (optind >= argc) {
     culpert__error("report needs a profile FILE (see 'culpert report --help')");
     return -EINVAL;
