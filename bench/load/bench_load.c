@@ -203,6 +203,7 @@ static int write_profile(const char *path, size_t nsamples, size_t nstacks)
 /* Run argv with stdout to /dev/null; wall seconds and peak RSS (MiB). */
 static int run(char *const argv[], const char *const env[], double *secs, double *rss_mb)
 {
+  fflush(stdout); /* the child must not flush our buffer again */
   double t0 = now();
   pid_t pid = fork();
   if (pid < 0)
