@@ -25,6 +25,7 @@ typedef int (*getcontext_fn)(unw_context_t *);
 typedef int (*init_local_fn)(unw_cursor_t *, unw_context_t *);
 typedef int (*step_fn)(unw_cursor_t *);
 typedef int (*get_reg_fn)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+typedef int (*backtrace_fn)(void **, int);
 
 static int mode = CULPERT__STACK_FP;
 
@@ -36,6 +37,7 @@ static getcontext_fn u_getcontext;
 static init_local_fn u_init_local;
 static step_fn u_step;
 static get_reg_fn u_get_reg;
+static backtrace_fn u_backtrace;
 
 /* Text ranges whose frames are never recorded: culpert's and libunwind's. */
 struct range {
@@ -99,6 +101,7 @@ void culpert__stack_init(int want)
   *(void **)&u_step = dlsym(h, "_ULx86_64_step");
   void *step_addr = dlsym(h, "_ULx86_64_step");
   *(void **)&u_get_reg = dlsym(h, "_ULx86_64_get_reg");
+  *(void **)&u_backtrace = dlsym(h, "unw_backtrace");
   if (u_getcontext == NULL || u_init_local == NULL || u_step == NULL || u_get_reg == NULL)
     return; /* keep the handle: unloading while symbols may be cached is not worth it */
   text_range(step_addr, &skip[1]);
@@ -168,6 +171,11 @@ static uint32_t capture_fp(uintptr_t *raw, uint32_t max)
 
 static uint32_t capture_unwind(uintptr_t *raw, uint32_t max)
 {
+  if (u_backtrace != NULL) {
+    /* The fast path: libunwind caches frame descriptions per thread. */
+    int n = u_backtrace((void **)raw, (int)max);
+    return n > 0 ? (uint32_t)n : 0;
+  }
   unw_context_t ctx;
   unw_cursor_t cur;
   uint32_t n = 0;

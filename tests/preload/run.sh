@@ -206,8 +206,9 @@ no_children)
 dlopen)
   out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/d.pb.gz" run_pre "$BIN/wl_dlopen" \
     "$PLUGIN" 2>err) || fail "wl_dlopen failed: $(cat err)"
-  expect_line "$out" '^round 2: 0$' "wl_dlopen"
-  expect_totals d.pb.gz plugin "20 10240 20 10240 20"
+  expect_line "$out" '^round 2: 20$' "wl_dlopen"
+  expect_totals d.pb.gz plugin "60 30720 60 30720 60"
+  expect_line "$(profile d.pb.gz)" ' span=plugin frames=[^ ]*;main' "stack through the plugin"
   ;;
 cxx_unwind)
   # Exceptions and backtrace() behave exactly as without libculpert.
