@@ -3,7 +3,7 @@
 # run.sh CASE: run one preload integration case. Environment (set by
 # ctest): LIB (libculpert.so), BIN (this folder in the build tree), PLUGIN
 # (wl_plugin.so), GO (go binary or empty), JEMALLOC (libjemalloc.so.2 or
-# empty). Exit 0 pass, 1 fail, 77 skipped.
+# empty), TCMALLOC (libtcmalloc_minimal.so.4 or empty). Exit 0 pass, 1 fail, 77 skipped.
 set -u
 case_name=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/culpert-preload.XXXXXX")
@@ -259,6 +259,18 @@ jemalloc)
   expect_totals j.pb.gz aligned "9 13456 9 13456 9"
   out=$(CULPERT_SAMPLE_RATE=0 CULPERT_QUIET=1 LD_PRELOAD="$LIB $JEMALLOC" "$BIN/wl_threads") ||
     fail "wl_threads failed on jemalloc"
+  ;;
+tcmalloc)
+  # tcmalloc (Debian libtcmalloc-minimal4) preloaded after libculpert
+  [ -n "${TCMALLOC:-}" ] && [ -f "$TCMALLOC" ] || exit 77
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/tc.pb.gz" MALLOCSTATS=1 \
+    LD_PRELOAD="$LIB $TCMALLOC" "$BIN/wl_basic" 2>err) || fail "wl_basic failed on tcmalloc"
+  expect_line "$out" '^failures=0$' "wl_basic on tcmalloc"
+  grep -q 'Bytes in use by application' err || fail "tcmalloc was not the allocator"
+  expect_totals tc.pb.gz handle_request/parse "100 100000 40 40000 100"
+  expect_totals tc.pb.gz aligned "9 13456 9 13456 9"
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_QUIET=1 LD_PRELOAD="$LIB $TCMALLOC" "$BIN/wl_threads") ||
+    fail "wl_threads failed on tcmalloc"
   ;;
 go_pprof)
   [ -n "${GO:-}" ] && [ -x "$GO" ] || exit 77
