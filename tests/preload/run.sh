@@ -3,7 +3,8 @@
 # run.sh CASE: run one preload integration case. Environment (set by
 # ctest): LIB (libculpert.so), BIN (this folder in the build tree), PLUGIN
 # (wl_plugin.so), GO (go binary or empty), JEMALLOC (libjemalloc.so.2 or
-# empty), TCMALLOC (libtcmalloc_minimal.so.4 or empty). Exit 0 pass, 1 fail, 77 skipped.
+# empty), TCMALLOC (libtcmalloc_minimal.so.4 or empty), RUSTC (rustc or
+# empty). Exit 0 pass, 1 fail, 77 skipped.
 set -u
 case_name=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/culpert-preload.XXXXXX")
@@ -271,6 +272,22 @@ tcmalloc)
   expect_totals tc.pb.gz aligned "9 13456 9 13456 9"
   out=$(CULPERT_SAMPLE_RATE=0 CULPERT_QUIET=1 LD_PRELOAD="$LIB $TCMALLOC" "$BIN/wl_threads") ||
     fail "wl_threads failed on tcmalloc"
+  ;;
+rust)
+  # A Rust program (built here when rustc is installed): its allocations
+  # are seen, with demangled Rust function names.
+  [ -n "${RUSTC:-}" ] && [ -x "$RUSTC" ] || exit 77
+  src=$(dirname "$0")/wl_rust.rs
+  "$RUSTC" -C opt-level=0 -C debuginfo=1 -C force-frame-pointers=yes -o wl_rust "$src" \
+    >rustc.log 2>&1 || exit 77
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/rs.pb.gz" run_pre ./wl_rust 2>err) ||
+    fail "wl_rust failed: $(cat err)"
+  expect_line "$out" '^total=104950 len=1000$' "wl_rust output"
+  got=$(profile rs.pb.gz | awk '$1=="sample" && /frames=.*wl_rust::make_vecs/ { n += $2; b += $3 }
+    END { printf "%d %d\n", n, b }')
+  n=${got% *}
+  b=${got#* }
+  [ "$n" -ge 100 ] && [ "$b" -ge 104950 ] || fail "make_vecs: got $got, want >= 100 104950"
   ;;
 go_pprof)
   [ -n "${GO:-}" ] && [ -x "$GO" ] || exit 77
