@@ -157,6 +157,42 @@ static void test_span_long_name_cut(void **state)
   culpert_span_exit();
 }
 
+/* Threads creating the same new paths at the same time: every thread
+ * always sees a published node with the right name and parent. */
+static void *racer(void *arg)
+{
+  int *bad = arg;
+  char name[32];
+  for (int i = 0; i < 2000; i++) {
+    snprintf(name, sizeof name, "race_inner_%d", i % 300);
+    culpert_span_enter("race_outer");
+    culpert_span_enter(name);
+    uint32_t parent = 0;
+    const char *got = culpert__span_name(culpert__span_current_node(), &parent);
+    uint32_t grand = 0;
+    const char *pname = culpert__span_name(parent, &grand);
+    if (got == NULL || strcmp(got, name) != 0 || pname == NULL ||
+        strcmp(pname, "race_outer") != 0 || grand != 0)
+      (*bad)++;
+    culpert_span_exit();
+    culpert_span_exit();
+  }
+  return NULL;
+}
+
+static void test_span_concurrent_paths(void **state)
+{
+  (void)state;
+  pthread_t th[8];
+  int bad[8] = {0};
+  for (int i = 0; i < 8; i++)
+    assert_int_equal(pthread_create(&th[i], NULL, racer, &bad[i]), 0);
+  for (int i = 0; i < 8; i++) {
+    assert_int_equal(pthread_join(th[i], NULL), 0);
+    assert_int_equal(bad[i], 0);
+  }
+}
+
 /* Runs last: fills the path table. New names then attribute to their
  * parent and are counted; known names still resolve. */
 static void test_span_table_full_counted(void **state)
@@ -195,6 +231,7 @@ int main(void)
       cmocka_unit_test(test_span_underflow_counted),
       cmocka_unit_test(test_span_enter_child_of_across_threads),
       cmocka_unit_test(test_span_long_name_cut),
+      cmocka_unit_test(test_span_concurrent_paths),
       cmocka_unit_test(test_span_table_full_counted),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
