@@ -179,11 +179,12 @@ static int read_all(FILE *f, size_t cap, unsigned char **out, size_t *outlen)
       buf = nb;
       alloc = next;
     }
+    errno = 0;
     size_t n = fread(buf + size, 1, alloc - size, f);
     size += n;
     if (n == 0) {
       if (ferror(f))
-        rc = -EIO;
+        rc = errno ? -errno : -EIO; /* e.g. EISDIR for a directory */
       break;
     }
   }

@@ -48,6 +48,9 @@ expect() {
 : >empty.pb.gz
 expect empty.pb.gz "file is empty, not a profile"
 
+mkdir adir
+expect adir "cannot read: Is a directory"
+
 mk good.pb.gz
 size=$(wc -c <good.pb.gz)
 head -c $((size / 2)) good.pb.gz >truncated.pb.gz

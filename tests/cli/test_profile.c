@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * test_profile: the loader's promises that the golden files cannot show
+ * directly. Profiles are built here with protobuf-c so each test can shape
+ * exactly the field it is about: inline frames (innermost first), function
+ * name fallbacks, sparse location ids, values picked by name whatever their
+ * position, concatenated gzip members, comments split into props, metadata
+ * and notes, duplicate label key strings.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include <cmocka.h>
+
+#include "profile.h"
+#include "profile.pb-c.h"
+
+/* ---- a tiny profile builder --------------------------------------------- */
+
+#define MAXN 16
+
+struct pbuild {
+  Perftools__Profiles__Profile prof;
+  char *strings[64];
+  Perftools__Profiles__ValueType types[MAXN], *typep[MAXN], period_type;
+  Perftools__Profiles__Function fn[MAXN], *fnp[MAXN];
+  Perftools__Profiles__Location loc[MAXN], *locp[MAXN];
+  Perftools__Profiles__Line line[MAXN][4], *linep[MAXN][4];
+  Perftools__Profiles__Mapping map[MAXN], *mapp[MAXN];
+  Perftools__Profiles__Sample smp[MAXN], *smpp[MAXN];
+  Perftools__Profiles__Label lab[MAXN][4], *labp[MAXN][4];
+  uint64_t locids[MAXN][8];
+  int64_t vals[MAXN][8];
+  int64_t comments[MAXN];
+};
+
+static int64_t str(struct pbuild *b, const char *s)
+{
+  for (size_t i = 0; i < b->prof.n_string_table; i++)
+    if (strcmp(b->strings[i], s) == 0)
+      return (int64_t)i;
+  b->strings[b->prof.n_string_table] = (char *)s;
+  return (int64_t)b->prof.n_string_table++;
+}
+
+/* A new string even if an equal one exists (duplicate table entries). */
+static int64_t str_dup(struct pbuild *b, const char *s)
+{
+  b->strings[b->prof.n_string_table] = (char *)s;
+  return (int64_t)b->prof.n_string_table++;
+}
+
+static void pb_init(struct pbuild *b)
+{
+  memset(b, 0, sizeof *b);
+  perftools__profiles__profile__init(&b->prof);
+  b->prof.string_table = b->strings;
+  str(b, "");
+  perftools__profiles__value_type__init(&b->period_type);
+  b->period_type.type = str(b, "space");
+  b->period_type.unit = str(b, "bytes");
+  b->prof.period_type = &b->period_type;
+  b->prof.period = 65536;
+  b->prof.sample_type = b->typep;
+  b->prof.function = b->fnp;
+  b->prof.location = b->locp;
+  b->prof.mapping = b->mapp;
+  b->prof.sample = b->smpp;
+  b->prof.comment = b->comments;
+}
+
+static void add_type(struct pbuild *b, const char *type, const char *unit)
+{
+  size_t i = b->prof.n_sample_type++;
+  perftools__profiles__value_type__init(&b->types[i]);
+  b->types[i].type = str(b, type);
+  b->types[i].unit = str(b, unit);
+  b->typep[i] = &b->types[i];
+}
+
+static uint64_t add_function(struct pbuild *b, uint64_t id, const char *name, const char *sys,
+                             const char *file)
+{
+  size_t i = b->prof.n_function++;
+  perftools__profiles__function__init(&b->fn[i]);
+  b->fn[i].id = id;
+  b->fn[i].name = str(b, name);
+  b->fn[i].system_name = str(b, sys);
+  b->fn[i].filename = str(b, file);
+  b->fnp[i] = &b->fn[i];
+  return id;
+}
+
+/* A location with `n` lines: funcs[0] innermost ... funcs[n-1] outermost. */
+static void add_location(struct pbuild *b, uint64_t id, uint64_t addr, uint64_t mapping, size_t n,
+                         const uint64_t *funcs)
+{
+  size_t i = b->prof.n_location++;
+  perftools__profiles__location__init(&b->loc[i]);
+  b->loc[i].id = id;
+  b->loc[i].address = addr;
+  b->loc[i].mapping_id = mapping;
+  for (size_t j = 0; j < n; j++) {
+    perftools__profiles__line__init(&b->line[i][j]);
+    b->line[i][j].function_id = funcs[j];
+    b->line[i][j].line = (int64_t)(10 * (j + 1));
+    b->linep[i][j] = &b->line[i][j];
+  }
+  b->loc[i].line = b->linep[i];
+  b->loc[i].n_line = n;
+  b->locp[i] = &b->loc[i];
+}
+
+static void add_mapping(struct pbuild *b, uint64_t id, const char *file)
+{
+  size_t i = b->prof.n_mapping++;
+  perftools__profiles__mapping__init(&b->map[i]);
+  b->map[i].id = id;
+  b->map[i].filename = str(b, file);
+  b->mapp[i] = &b->map[i];
+}
+
+/* A sample with the given leaf-first location ids and values. */
+static Perftools__Profiles__Sample *add_sample(struct pbuild *b, size_t nloc, const uint64_t *locs,
+                                               size_t nval, const int64_t *vals)
+{
+  size_t i = b->prof.n_sample++;
+  Perftools__Profiles__Sample *s = &b->smp[i];
+  perftools__profiles__sample__init(s);
+  memcpy(b->locids[i], locs, nloc * sizeof *locs);
+  memcpy(b->vals[i], vals, nval * sizeof *vals);
+  s->location_id = b->locids[i];
+  s->n_location_id = nloc;
+  s->value = b->vals[i];
+  s->n_value = nval;
+  s->label = b->labp[i];
+  b->smpp[i] = s;
+  return s;
+}
+
+static void add_label(struct pbuild *b, Perftools__Profiles__Sample *s, int64_t key, int64_t strv,
+                      int64_t num)
+{
+  size_t i = (size_t)(s - b->smp), j = s->n_label++;
+  perftools__profiles__label__init(&b->lab[i][j]);
+  b->lab[i][j].key = key;
+  b->lab[i][j].str = strv;
+  b->lab[i][j].num = num;
+  b->labp[i][j] = &b->lab[i][j];
+}
+
+static uint8_t *pack(struct pbuild *b, size_t *len)
+{
+  *len = perftools__profiles__profile__get_packed_size(&b->prof);
+  uint8_t *buf = malloc(*len ? *len : 1);
+  assert_non_null(buf);
+  perftools__profiles__profile__pack(&b->prof, buf);
+  return buf;
+}
+
+/* gzip `in` as one member into out (malloc'd). */
+static uint8_t *gzip(const uint8_t *in, size_t len, size_t *outlen)
+{
+  z_stream zs;
+  memset(&zs, 0, sizeof zs);
+  assert_int_equal(deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  size_t cap = deflateBound(&zs, (uLong)len) + 64;
+  uint8_t *out = malloc(cap);
+  assert_non_null(out);
+  zs.next_in = (Bytef *)(uintptr_t)in;
+  zs.avail_in = (uInt)len;
+  zs.next_out = out;
+  zs.avail_out = (uInt)cap;
+  assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  *outlen = cap - zs.avail_out;
+  deflateEnd(&zs);
+  return out;
+}
+
+static struct culpert__profile *load(const uint8_t *buf, size_t len)
+{
+  struct culpert__profile *p = NULL;
+  char err[512] = "";
+  int rc = culpert__profile_load_buffer(buf, len, "t.pb", &p, err, sizeof err);
+  if (rc)
+    fail_msg("load failed: %s", err);
+  return p;
+}
+
+static void culpert_types(struct pbuild *b)
+{
+  add_type(b, "alloc_objects", "count");
+  add_type(b, "alloc_space", "bytes");
+  add_type(b, "inuse_objects", "count");
+  add_type(b, "inuse_space", "bytes");
+  add_type(b, "samples", "count");
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+/* An inlined location expands innermost first; a frame keeps its file,
+ * line, address and mapping; a sample's frames follow its locations. */
+static void test_profile_inline_frames_innermost_first(void **state)
+{
+  (void)state;
+  struct pbuild b;
+  pb_init(&b);
+  culpert_types(&b);
+  add_mapping(&b, 1, "/usr/bin/app");
+  uint64_t inner = add_function(&b, 1, "inlined_helper", "", "helper.h");
+  uint64_t outer = add_function(&b, 2, "caller", "", "caller.c");
+  uint64_t main_fn = add_function(&b, 3, "main", "", "main.c");
+  add_location(&b, 1, 0x1000, 1, 2, (uint64_t[]){inner, outer});
+  add_location(&b, 2, 0x2000, 0, 1, (uint64_t[]){main_fn});
+  add_sample(&b, 2, (uint64_t[]){1, 2}, 5, (int64_t[]){1, 100, 0, 0, 1});
+  size_t len;
+  uint8_t *buf = pack(&b, &len);
+  struct culpert__profile *p = load(buf, len);
+
+  assert_int_equal(p->nsamples, 1);
+  const struct culpert__sample *s = &p->samples[0];
+  assert_int_equal(s->nframes, 3);
+  const char *want[] = {"inlined_helper", "caller", "main"};
+  const char *files[] = {"helper.h", "caller.c", "main.c"};
+  for (uint32_t i = 0; i < 3; i++) {
+    const struct culpert__frame *f = &p->frames[s->frames[i]];
+    assert_string_equal(f->function, want[i]);
+    assert_string_equal(f->file, files[i]);
+  }
+  assert_int_equal(p->frames[s->frames[0]].line, 10);
+  assert_int_equal(p->frames[s->frames[1]].line, 20);
+  assert_int_equal(p->frames[s->frames[1]].address, 0x1000);
+  assert_string_equal(p->frames[s->frames[1]].mapping, "/usr/bin/app");
+  assert_null(p->frames[s->frames[2]].mapping);
+  culpert__profile_free(p);
+  free(buf);
+}
+
+/* name "" falls back to system_name, then to "0x<addr>"; a location
+ * without lines is one address frame; no file is NULL. */
+static void test_profile_function_name_fallbacks(void **state)
+{
+  (void)state;
+  struct pbuild b;
+  pb_init(&b);
+  culpert_types(&b);
+  uint64_t sys_only = add_function(&b, 1, "", "_Z3foov", "");
+  uint64_t nothing = add_function(&b, 2, "", "", "");
+  add_location(&b, 1, 0xabc, 0, 1, (uint64_t[]){sys_only});
+  add_location(&b, 2, 0xdef, 0, 1, (uint64_t[]){nothing});
+  add_location(&b, 3, 0x123, 0, 0, NULL);
+  add_sample(&b, 3, (uint64_t[]){1, 2, 3}, 5, (int64_t[]){0, 1, 0, 0, 1});
+  size_t len;
+  uint8_t *buf = pack(&b, &len);
+  struct culpert__profile *p = load(buf, len);
+  const struct culpert__sample *s = &p->samples[0];
+  assert_int_equal(s->nframes, 3);
+  assert_string_equal(p->frames[s->frames[0]].function, "_Z3foov");
+  assert_null(p->frames[s->frames[0]].file);
+  assert_string_equal(p->frames[s->frames[1]].function, "0xdef");
+  assert_string_equal(p->frames[s->frames[2]].function, "0x123");
+  assert_int_equal(p->frames[s->frames[2]].line, 0);
+  culpert__profile_free(p);
+  free(buf);
+}
+
+/* Location ids need not be 1..n: sparse, out-of-order ids resolve. */
+static void test_profile_sparse_location_ids(void **state)
+{
+  (void)state;
+  struct pbuild b;
+  pb_init(&b);
+  culpert_types(&b);
+  uint64_t f1 = add_function(&b, 900, "leaf", "", "");
+  uint64_t f2 = add_function(&b, 7, "root", "", "");
+  add_location(&b, 1000000007, 0x10, 0, 1, (uint64_t[]){f1});
+  add_location(&b, 42, 0x20, 0, 1, (uint64_t[]){f2});
+  add_sample(&b, 2, (uint64_t[]){1000000007, 42}, 5, (int64_t[]){0, 1, 0, 0, 1});
+  size_t len;
+  uint8_t *buf = pack(&b, &len);
+  struct culpert__profile *p = load(buf, len);
+  const struct culpert__sample *s = &p->samples[0];
+  assert_string_equal(p->frames[s->frames[0]].function, "leaf");
+  assert_string_equal(p->frames[s->frames[1]].function, "root");
+  culpert__profile_free(p);
+  free(buf);
+}
+
+/* Values are picked by type name, not position. */
+static void test_profile_values_by_name(void **state)
+{
+  (void)state;
+  struct pbuild b;
+  pb_init(&b);
+  add_type(&b, "samples", "count");
+  add_type(&b, "inuse_space", "bytes");
+  add_type(&b, "alloc_space", "bytes");
+  add_type(&b, "inuse_objects", "count");
+  add_type(&b, "alloc_objects", "count");
+  add_sample(&b, 0, NULL, 5, (int64_t[]){3, 200, 1000, 2, 9});
+  add_sample(&b, 0, NULL, 5, (int64_t[]){1, 0, 24, 0, 1});
+  size_t len;
+  uint8_t *buf = pack(&b, &len);
+  struct culpert__profile *p = load(buf, len);
+  assert_int_equal(p->producer, CULPERT_PRODUCER_CULPERT);
+  assert_int_equal(p->samples[0].samples, 3);
+  assert_int_equal(p->samples[0].inuse_bytes, 200);
+  assert_int_equal(p->samples[0].bytes, 1000);
+  assert_int_equal(p->samples[0].inuse_objects, 2);
+  assert_int_equal(p->samples[0].objects, 9);
+  assert_int_equal(p->total_bytes, 1024);
+  assert_int_equal(p->total_samples, 4);
+  assert_int_equal(p->rate, 65536);
+  culpert__profile_free(p);
+  free(buf);
+}
+
+/* The Rust culpert: allocations/count + space/bytes; no objects/in-use. */
+static void test_profile_rust_producer(void **state)
+{
+  (void)state;
+  struct pbuild b;
+  pb_init(&b);
+  add_type(&b, "space", "bytes");
+  add_type(&b, "allocations", "count");
+  add_sample(&b, 0, NULL, 2, (int64_t[]){4096, 2});
+  size_t len;
+  uint8_t *buf = pack(&b, &len);
+  struct culpert__profile *p = load(buf, len);
+  assert_int_equal(p->producer, CULPERT_PRODUCER_RUST);
+  assert_false(p->has_inuse);
+  assert_false(p->has_objects);
+  assert_true(p->has_samples);
+  assert_int_equal(p->samples[0].bytes, 4096);
+  assert_int_equal(p->samples[0].samples, 2);
+  culpert__profile_free(p);
+  free(buf);
+}
+
+/* Concatenated gzip members are one profile (as gzip -d reads them). */
+static void test_profile_concatenated_gzip_members(void **state)
+{
+  (void)state;
+  struct pbuild b;
+  pb_init(&b);
+  culpert_types(&b);
+  add_sample(&b, 0, NULL, 5, (int64_t[]){1, 10, 0, 0, 1});
+  size_t len, half = 0, n1, n2;
+  uint8_t *buf = pack(&b, &len);
+  /* Split the protobuf bytes at a field boundary: the first sample type. */
+  half = 2 + buf[1];
+  uint8_t *g1 = gzip(buf, half, &n1), *g2 = gzip(buf + half, len - half, &n2);
+  uint8_t *cat = malloc(n1 + n2);
+  assert_non_null(cat);
+  memcpy(cat, g1, n1);
+  memcpy(cat + n1, g2, n2);
+  struct culpert__profile *p = load(cat, n1 + n2);
+  assert_int_equal(p->nsamples, 1);
+  assert_int_equal(p->total_bytes, 10);
+  culpert__profile_free(p);
+  free(buf);
+  free(g1);
+  free(g2);
+  free(cat);
+}
+
+/* culpert.* comments are props, key=value are metadata, the rest notes;
+ * props and metadata are sorted by key. */
+static void test_profile_comments_split_and_sorted(void **state)
+{
+  (void)state;
+  struct pbuild b;
+  pb_init(&b);
+  culpert_types(&b);
+  const char *c[] = {"zone=eu",      "culpert.stack=fp", "just a note",
+                     "app=checkout", "culpert.pid=7",    "=odd"};
+  for (size_t i = 0; i < 6; i++)
+    b.comments[b.prof.n_comment++] = str(&b, c[i]);
+  size_t len;
+  uint8_t *buf = pack(&b, &len);
+  struct culpert__profile *p = load(buf, len);
+  assert_int_equal(p->nprops, 2);
+  assert_string_equal(p->props[0].key, "culpert.pid");
+  assert_string_equal(p->props[0].value, "7");
+  assert_string_equal(p->props[1].key, "culpert.stack");
+  assert_int_equal(p->nmetadata, 2);
+  assert_string_equal(p->metadata[0].key, "app");
+  assert_string_equal(p->metadata[1].value, "eu");
+  assert_int_equal(p->nnotes, 2);
+  assert_string_equal(p->notes[0], "just a note");
+  assert_string_equal(p->notes[1], "=odd");
+  assert_string_equal(culpert__profile_prop(p, "culpert.stack"), "fp");
+  assert_null(culpert__profile_prop(p, "culpert.exe"));
+  culpert__profile_free(p);
+  free(buf);
+}
+
+/* Span labels are found by key string, even when the string table holds
+ * the key twice and a label uses the second copy; "" span names count as
+ * no span, as pprof drops them. */
+static void test_profile_span_labels_by_string(void **state)
+{
+  (void)state;
+  struct pbuild b;
+  pb_init(&b);
+  culpert_types(&b);
+  int64_t k1 = str(&b, "span_name"), k2 = str_dup(&b, "span_name");
+  int64_t kid = str(&b, "span_id"), kpar = str_dup(&b, "span_parent_id");
+  Perftools__Profiles__Sample *s1 = add_sample(&b, 0, NULL, 5, (int64_t[]){0, 1, 0, 0, 1});
+  add_label(&b, s1, k2, str(&b, "parse"), 0);
+  add_label(&b, s1, kid, 0, 5);
+  add_label(&b, s1, kpar, 0, 4);
+  Perftools__Profiles__Sample *s2 = add_sample(&b, 0, NULL, 5, (int64_t[]){0, 1, 0, 0, 1});
+  add_label(&b, s2, k1, 0, 0);
+  size_t len;
+  uint8_t *buf = pack(&b, &len);
+  struct culpert__profile *p = load(buf, len);
+  assert_string_equal(p->samples[0].span_name, "parse");
+  assert_int_equal(p->samples[0].span_id, 5);
+  assert_int_equal(p->samples[0].span_parent_id, 4);
+  assert_null(p->samples[1].span_name);
+  culpert__profile_free(p);
+  free(buf);
+}
+
+/* Errors name the file and the problem; out stays NULL. */
+static void test_profile_error_names_file(void **state)
+{
+  (void)state;
+  struct pbuild b;
+  pb_init(&b);
+  culpert_types(&b);
+  add_sample(&b, 1, (uint64_t[]){3}, 5, (int64_t[]){0, 1, 0, 0, 1});
+  size_t len;
+  uint8_t *buf = pack(&b, &len);
+  struct culpert__profile *p = (struct culpert__profile *)1;
+  char err[256];
+  assert_int_equal(culpert__profile_load_buffer(buf, len, "x.pb", &p, err, sizeof err), -EINVAL);
+  assert_null(p);
+  assert_string_equal(err, "x.pb: sample 1 refers to location id 3, which does not exist");
+  free(buf);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_profile_inline_frames_innermost_first),
+      cmocka_unit_test(test_profile_function_name_fallbacks),
+      cmocka_unit_test(test_profile_sparse_location_ids),
+      cmocka_unit_test(test_profile_values_by_name),
+      cmocka_unit_test(test_profile_rust_producer),
+      cmocka_unit_test(test_profile_concatenated_gzip_members),
+      cmocka_unit_test(test_profile_comments_split_and_sorted),
+      cmocka_unit_test(test_profile_span_labels_by_string),
+      cmocka_unit_test(test_profile_error_names_file),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
