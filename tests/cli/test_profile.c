@@ -133,7 +133,8 @@ static Perftools__Profiles__Sample *add_sample(struct pbuild *b, size_t nloc, co
   size_t i = b->prof.n_sample++;
   Perftools__Profiles__Sample *s = &b->smp[i];
   perftools__profiles__sample__init(s);
-  memcpy(b->locids[i], locs, nloc * sizeof *locs);
+  if (nloc)
+    memcpy(b->locids[i], locs, nloc * sizeof *locs);
   memcpy(b->vals[i], vals, nval * sizeof *vals);
   s->location_id = b->locids[i];
   s->n_location_id = nloc;
