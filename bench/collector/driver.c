@@ -123,14 +123,15 @@ struct cell {
   const char *mode;
   unsigned threads;
   uint64_t ops;
+  uint64_t bytes; /* requested by all threads, as the workload reports */
 };
 
 #define NCELL 4
 static struct cell cells[NCELL] = {
-    {"small", 1, 20000000},
-    {"small", 2, 20000000},
-    {"mixed", 1, 2500000},
-    {"mixed", 2, 2500000},
+    {"small", 1, 20000000, 0},
+    {"small", 2, 20000000, 0},
+    {"mixed", 1, 2500000, 0},
+    {"mixed", 2, 2500000, 0},
 };
 
 struct sample {
@@ -209,7 +210,7 @@ static int on_path(const char *name)
 }
 
 /* Deletes every file in the scratch directory; returns how many there were
- * besides the child's captured stderr. */
+ * besides the child's captured stdout and stderr. */
 static int clean_tmp(const char *dir)
 {
   char path[512];
@@ -222,7 +223,7 @@ static int clean_tmp(const char *dir)
       continue;
     if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
       continue;
-    if (strcmp(e->d_name, "stderr.txt") != 0)
+    if (strcmp(e->d_name, "stderr.txt") != 0 && strcmp(e->d_name, "stdout.txt") != 0)
       n++;
     unlink(path);
   }
@@ -273,11 +274,12 @@ static int run_child(struct bench *b, const struct config *c, const char *extra,
                      struct sample *s)
 {
   char *envp[MAX_ENV];
-  char errpath[128];
+  char errpath[128], outpath[128];
   struct rusage ru;
   int status = 0;
   child_env(b, c, extra, envp);
   snprintf(errpath, sizeof errpath, "%s/stderr.txt", b->tmp);
+  snprintf(outpath, sizeof outpath, "%s/stdout.txt", b->tmp);
   fflush(NULL);
   double t0 = now();
   pid_t pid = fork();
@@ -286,10 +288,10 @@ static int run_child(struct bench *b, const struct config *c, const char *extra,
     return -1;
   }
   if (pid == 0) {
-    int null = open("/dev/null", O_WRONLY);
+    int out = open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     int err = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (null >= 0)
-      dup2(null, STDOUT_FILENO);
+    if (out >= 0)
+      dup2(out, STDOUT_FILENO);
     if (err >= 0)
       dup2(err, STDERR_FILENO);
     execvpe(argv[0], argv, envp);
@@ -313,8 +315,23 @@ static int run_child(struct bench *b, const struct config *c, const char *extra,
   return -1;
 }
 
+/* The byte count the last workload run printed, or 0. */
+static uint64_t requested_bytes(const struct bench *b)
+{
+  char path[128];
+  unsigned long long n = 0;
+  snprintf(path, sizeof path, "%s/stdout.txt", b->tmp);
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return 0;
+  if (fscanf(f, "requested %llu bytes", &n) != 1)
+    n = 0;
+  fclose(f);
+  return n;
+}
+
 /* One timed run of a workload cell under config K. */
-static int run_cell(struct bench *b, int k, const struct cell *cl, uint64_t ops, struct sample *s)
+static int run_cell(struct bench *b, int k, struct cell *cl, uint64_t ops, struct sample *s)
 {
   char threads[16], nops[32], out[128];
   char *argv[12];
@@ -334,6 +351,8 @@ static int run_cell(struct bench *b, int k, const struct cell *cl, uint64_t ops,
   argv[n++] = nops;
   argv[n] = NULL;
   int rc = run_child(b, &configs[k], NULL, argv, s);
+  if (rc == 0 && k == CFG_GLIBC)
+    cl->bytes = requested_bytes(b);
   int files = clean_tmp(b->tmp);
   if (rc == 0 && configs[k].preload != PRELOAD_NONE && configs[k].preload != PRELOAD_JEMALLOC &&
       files == 0)
@@ -414,30 +433,33 @@ static void print_ratio_table(struct bench *b, int wall)
   fprintf(o, "\n");
 }
 
+/* Baseline times, and how hard each workload drives the allocator: the
+ * sampling overhead of a collector grows with bytes allocated per second. */
 static void print_baselines(struct bench *b)
 {
   FILE *o = b->out;
-  fprintf(o,
-          "| workload | threads | ops per thread | glibc CPU s | glibc wall s | jemalloc CPU s | "
-          "jemalloc wall s |\n|---|---|---|---|---|---|---|\n");
+  fprintf(o, "| workload | threads | ops per thread | GB requested | GB per glibc CPU s | "
+             "samples expected at 512K | glibc CPU s | glibc wall s | jemalloc CPU s | "
+             "jemalloc wall s |\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (int c = 0; c < NCELL; c++) {
-    fprintf(o, "| %s | %u | %llu |", cells[c].mode, cells[c].threads,
-            (unsigned long long)(cells[c].ops * b->opt.scale));
+    double med[2][2] = {{NAN, NAN}, {NAN, NAN}};
     int bases[2] = {CFG_GLIBC, CFG_JEMALLOC};
     for (int j = 0; j < 2; j++) {
       double cpu[MAX_REPS], wall[MAX_REPS];
-      if (!b->have[bases[j]]) {
-        fprintf(o, " n/a | n/a |");
+      if (!b->have[bases[j]])
         continue;
-      }
       for (int i = 0; i < b->opt.reps; i++) {
         cpu[i] = b->m[c][bases[j]][i].cpu;
         wall[i] = b->m[c][bases[j]][i].wall;
       }
-      fprintf(o, " %.3f | %.3f |", summarize(cpu, b->opt.reps).median,
-              summarize(wall, b->opt.reps).median);
+      med[j][0] = summarize(cpu, b->opt.reps).median;
+      med[j][1] = summarize(wall, b->opt.reps).median;
     }
-    fprintf(o, "\n");
+    double gb = (double)cells[c].bytes / 1e9;
+    fprintf(o, "| %s | %u | %llu | %.2f | %.1f | %.0f | %.3f | %.3f | %.3f | %.3f |\n",
+            cells[c].mode, cells[c].threads, (unsigned long long)(cells[c].ops * b->opt.scale), gb,
+            gb / med[0][0], (double)cells[c].bytes / 524288.0, med[0][0], med[0][1], med[1][0],
+            med[1][1]);
   }
   fprintf(o, "\n");
 }
@@ -867,7 +889,7 @@ int main(int argc, char **argv)
   print_ratio_table(b, 0);
   fprintf(b->out, "### Wall time ratio\n\n");
   print_ratio_table(b, 1);
-  fprintf(b->out, "### Baselines (median seconds)\n\n");
+  fprintf(b->out, "### Baselines (median seconds) and allocation rates\n\n");
   print_baselines(b);
   if (b->opt.callgrind && b->have_valgrind)
     run_callgrind(b);

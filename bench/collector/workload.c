@@ -15,7 +15,9 @@
  * command allocates exactly the same sizes in the same order.
  *
  * Built with -fno-omit-frame-pointer so frame-pointer stacks are complete.
- * Prints nothing; exits non-zero only if an allocation fails.
+ * Prints the bytes it requested from the allocator (all threads), so the
+ * driver can report allocation rates; exits non-zero only if an
+ * allocation fails.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -33,6 +35,7 @@ struct job {
   enum mode mode;
   unsigned index;
   uint64_t ops;
+  uint64_t bytes; /* requested from the allocator, reported at exit */
   int failed;
 };
 
@@ -67,6 +70,7 @@ static int run_small(struct job *j)
     unsigned k = (unsigned)(i & 15);
     free(ring[k]);
     ring[k] = malloc(size);
+    j->bytes += size;
     if (ring[k] == NULL)
       return -1;
     *(volatile char *)ring[k] = (char)i;
@@ -119,6 +123,7 @@ static int run_mixed(struct job *j)
     }
     if (p == NULL)
       goto out;
+    j->bytes += size;
     memset(p, (int)i, size < 64 ? size : 64);
     slot[k] = p;
   }
@@ -165,6 +170,7 @@ static void *run_job(void *arg)
     break;
   case MODE_PAIRS:
     j->failed = pairs_at(CALL_DEPTH, j->ops);
+    j->bytes = 32 * j->ops;
     break;
   }
   return NULL;
@@ -210,13 +216,16 @@ int main(int argc, char **argv)
   }
   run_job(&jobs[0]);
   int failed = jobs[0].failed;
+  uint64_t bytes = jobs[0].bytes;
   for (unsigned i = 1; i < threads; i++) {
     pthread_join(tid[i], NULL);
     failed |= jobs[i].failed;
+    bytes += jobs[i].bytes;
   }
   if (failed) {
     fprintf(stderr, "culpert_bench_workload: allocation failed\n");
     return 1;
   }
+  printf("requested %llu bytes\n", (unsigned long long)bytes);
   return 0;
 }
