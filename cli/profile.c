@@ -1112,6 +1112,8 @@ static int load_samples(struct builder *b, const struct value_index *vi, const s
       continue;
     arena_reset(&scratch);
     scratch.budget = DECODE_BASE_BYTES + f.len * DECODE_BYTES_PER_INPUT_BYTE;
+    if (scratch.budget > CULPERT_DECODE_MAX_BYTES)
+      scratch.budget = CULPERT_DECODE_MAX_BYTES;
     pb_sample *s = unpack(&perftools__profiles__sample__descriptor, &scratch, &f);
     if (!s) {
       rc = scratch.over_budget ? nomem(b, &scratch) : decode_failed(b, " in a sample");
