@@ -456,10 +456,16 @@ static void print_baselines(struct bench *b)
       med[j][1] = summarize(wall, b->opt.reps).median;
     }
     double gb = (double)cells[c].bytes / 1e9;
-    fprintf(o, "| %s | %u | %llu | %.2f | %.1f | %.0f | %.3f | %.3f | %.3f | %.3f |\n",
-            cells[c].mode, cells[c].threads, (unsigned long long)(cells[c].ops * b->opt.scale), gb,
-            gb / med[0][0], (double)cells[c].bytes / 524288.0, med[0][0], med[0][1], med[1][0],
-            med[1][1]);
+    fprintf(o, "| %s | %u | %llu | %.2f | %.1f | %.0f |", cells[c].mode, cells[c].threads,
+            (unsigned long long)(cells[c].ops * b->opt.scale), gb, gb / med[0][0],
+            (double)cells[c].bytes / 524288.0);
+    for (int j = 0; j < 2; j++) {
+      if (isnan(med[j][0]))
+        fprintf(o, " n/a | n/a |");
+      else
+        fprintf(o, " %.3f | %.3f |", med[j][0], med[j][1]);
+    }
+    fprintf(o, "\n");
   }
   fprintf(o, "\n");
 }
