@@ -386,6 +386,8 @@ static int64_t add_sat(int64_t a, int64_t b)
 /* Merge rows with equal names (summing), then sort by bytes, then name. */
 static size_t merge_rows(struct row *rows, size_t n)
 {
+  if (n == 0)
+    return 0; /* rows may be NULL: qsort must not see it */
   qsort(rows, n, sizeof *rows, row_name_cmp);
   size_t w = 0;
   for (size_t i = 0; i < n; i++) {
@@ -604,7 +606,9 @@ static int callsites(FILE *f, const struct culpert__profile *p, const struct opt
   if (!any) {
     if (o->json)
       goto json;
-    if (o->span)
+    if (p->nsamples == 0)
+      fprintf(f, "No samples in this profile.\n");
+    else if (o->span)
       fprintf(f, "No samples found for span_name = \"%s\".\n", o->span);
     else
       fprintf(f, "No unattributed samples \xe2\x80\x94 every sample has a span_name.\n");
