@@ -199,25 +199,28 @@ void culpert__span_reset_counters(void);
 /* ------------------------------------------------------------ livetable */
 
 /*
- * The free() filter: 2^20 bits indexed by a multiplicative hash of the
- * pointer; a bit is set while some live sampled (or bootstrap) pointer
- * hashes to it. free() tests one bit; only a set bit leads to the slow path.
+ * The free() filter: one byte per 16-byte granule of a 32 MiB window of the
+ * address space (2^21 bytes, read-mostly), indexed by (p >> 4) mod 2^21. A
+ * byte is non-zero while some live sampled (or bootstrap arena) pointer
+ * falls on it. free() loads one byte and compares it with zero. Two
+ * pointers share a byte only when they differ by a multiple of 32 MiB, so
+ * unsampled blocks within 32 MiB of a sampled one are never flagged.
  */
-#define CULPERT__FILTER_BITS 20
-extern _Atomic uint64_t culpert__filter[(1u << CULPERT__FILTER_BITS) / 64];
+#define CULPERT__FILTER_BITS 21
+#define CULPERT__FILTER_SHIFT 4
+extern _Atomic uint8_t culpert__filter[1u << CULPERT__FILTER_BITS];
 
 static inline uint32_t culpert__filter_slot(const void *p)
 {
-  return (uint32_t)(((uintptr_t)p * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - CULPERT__FILTER_BITS));
+  return (uint32_t)((uintptr_t)p >> CULPERT__FILTER_SHIFT) & ((1u << CULPERT__FILTER_BITS) - 1u);
 }
 
-/* culpert__filter_test: one load and a test; may say yes for pointers that
- * merely share a slot with a sampled one. */
+/* culpert__filter_test: one load and a compare; may say yes for pointers
+ * that merely share a slot with a sampled one, never no for a live one. */
 static inline int culpert__filter_test(const void *p)
 {
-  uint32_t s = culpert__filter_slot(p);
-  return (int)((atomic_load_explicit(&culpert__filter[s >> 6], memory_order_relaxed) >> (s & 63)) &
-               1u);
+  return atomic_load_explicit(&culpert__filter[culpert__filter_slot(p)], memory_order_relaxed) !=
+         0;
 }
 
 /* culpert__filter_add / _del: count a pointer into / out of its slot

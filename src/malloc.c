@@ -410,9 +410,10 @@ static CULPERT__NOINLINE int memalign_slow(void **out, size_t align, size_t n)
 /*
  * Cost budget of the unsampled path: allocation = one TLS subtract and a
  * branch, then a tail call to the real function (4 instructions for
- * malloc); free = a multiply, shifts, one load from the read-mostly filter,
- * a bit test and a branch, then a tail call (10 instructions). No locks, no
- * shared writes. Everything else is out of line.
+ * malloc); free = a shift and a mask of the pointer, one byte load from the
+ * read-mostly filter compared with zero, a branch, then a tail call (7
+ * instructions, an `asm goto` on x86-64 like malloc's check). No locks, no shared writes. Everything else is out of
+ * line.
  */
 _Static_assert(offsetof(struct culpert__thread, countdown) == 0, "countdown leads culpert__tls");
 
@@ -437,6 +438,31 @@ expired:
 #endif
 }
 
+static inline __attribute__((always_inline)) int filter_hit(const void *p)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+  /* culpert__filter_test with the compare against memory: shift, mask,
+   * address, compare, branch (the compiler would load into a register and
+   * test it, one instruction more). */
+  _Static_assert(CULPERT__FILTER_SHIFT == 4 && CULPERT__FILTER_BITS == 21, "filter_hit constants");
+  __asm__ goto("movq %0, %%rax\n\t"
+               "shrq $4, %%rax\n\t"
+               "andl $0x1fffff, %%eax\n\t"
+               "leaq culpert__filter(%%rip), %%rdx\n\t"
+               "cmpb $0, (%%rdx,%%rax)\n\t"
+               "jne %l[hit]"
+               :
+               : "r"(p)
+               : "rax", "rdx", "cc", "memory"
+               : hit);
+  return 0;
+hit:
+  return 1;
+#else
+  return CULPERT__UNLIKELY(culpert__filter_test(p));
+#endif
+}
+
 CULPERT__EXPORT void *malloc(size_t n)
 {
   if (countdown_expired(n))
@@ -446,7 +472,7 @@ CULPERT__EXPORT void *malloc(size_t n)
 
 CULPERT__EXPORT void free(void *p)
 {
-  if (CULPERT__UNLIKELY(culpert__filter_test(p))) {
+  if (filter_hit(p)) {
     free_slow(p);
     return;
   }

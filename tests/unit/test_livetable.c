@@ -32,7 +32,7 @@ static void test_livetable_insert_remove(void **state)
   assert_int_equal(got.bucket, 7);
   assert_int_equal(got.size, 1000);
   assert_true(got.weight == 524.5);
-  assert_false(culpert__filter_test(p)); /* only pointer in its slot: bit cleared */
+  assert_false(culpert__filter_test(p)); /* only pointer in its slot: byte cleared */
   assert_false(culpert__live_remove(p, &got));
   assert_int_equal(culpert__live_count(), 0);
 }
@@ -103,6 +103,31 @@ static void test_livetable_filter_false_positives_rare(void **state)
   }
 }
 
+/* Pointers that differ only in their high bits share a filter slot: the
+ * filter must keep flagging each one while it is live, however the others
+ * come and go; and a neighbour 16 bytes away is not flagged. */
+static void test_livetable_filter_high_bits(void **state)
+{
+  (void)state;
+  static const uintptr_t high[] = {0, UINT64_C(1) << 25, UINT64_C(1) << 33, UINT64_C(1) << 46,
+                                   (UINT64_C(1) << 46) + (UINT64_C(1) << 25)};
+  const size_t n = sizeof high / sizeof high[0];
+  struct culpert__live v = {9, 90, 1.0}, got;
+  uintptr_t base = 0x100000u + 0x12340u;
+  for (size_t i = 0; i < n; i++)
+    assert_int_equal(culpert__live_insert((void *)(base + high[i]), &v), 0);
+  assert_false(culpert__filter_test((void *)(base + 16)));
+  assert_false(culpert__filter_test((void *)(base - 16)));
+  for (size_t i = 0; i < n; i++) {
+    assert_true(culpert__live_remove((void *)(base + high[i]), &got));
+    assert_false(culpert__live_remove((void *)(base + high[i]), &got));
+    for (size_t k = i + 1; k < n; k++)
+      assert_true(culpert__filter_test((void *)(base + high[k])));
+  }
+  assert_false(culpert__filter_test((void *)base));
+  assert_int_equal(culpert__live_count(), 0);
+}
+
 static void test_livetable_reset_forgets(void **state)
 {
   (void)state;
@@ -121,6 +146,7 @@ int main(void)
       cmocka_unit_test(test_livetable_many_pointers),
       cmocka_unit_test(test_livetable_reinsert_updates),
       cmocka_unit_test(test_livetable_filter_false_positives_rare),
+      cmocka_unit_test(test_livetable_filter_high_bits),
       cmocka_unit_test(test_livetable_reset_forgets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
