@@ -133,9 +133,25 @@ static void rd_skip(struct rd *r, uint64_t n)
   r->p += n;
 }
 
-/* A reader over [off, end of section). */
+/* Makes [0, upto) of a lazily filled section readable; returns how many
+ * bytes from its start are readable now (at most its length). */
+static size_t sec_need(const struct culpert__dwarf_section *sec, uint64_t upto)
+{
+  if (!sec->lazy || !sec->p)
+    return sec->len;
+  size_t have = sec->lazy->fill(sec->lazy, upto < sec->len ? (size_t)upto : sec->len);
+  return have < sec->len ? have : sec->len;
+}
+
+/* Longest unit header before its length is known (64-bit DWARF). */
+#define UNIT_HEADER 12u
+
+/* A reader over [off, end of section). For a section read piecewise only
+ * a unit header's worth is made readable: the caller asks for the rest
+ * with sec_need once it knows how much it needs. */
 static struct rd rd_at(const struct culpert__dwarf_section *sec, uint64_t off)
 {
+  sec_need(sec, sec->lazy && sec->lazy->piecewise ? off + UNIT_HEADER : sec->len);
   struct rd r = {NULL, NULL, 1};
   if (sec->p && off <= sec->len) {
     r.p = sec->p + off;
@@ -148,7 +164,14 @@ static struct rd rd_at(const struct culpert__dwarf_section *sec, uint64_t off)
 /* A NUL-terminated string at `off` in a string section, or NULL. */
 static const char *section_str(const struct culpert__dwarf_section *sec, uint64_t off)
 {
-  if (!sec->p || off >= sec->len || !memchr(sec->p + off, '\0', sec->len - off))
+  if (!sec->p || off >= sec->len)
+    return NULL;
+  /* Strings are short: ask for a little past `off`, more only when the
+   * NUL is not there yet. */
+  size_t avail = sec_need(sec, off + 256);
+  while (avail < sec->len && (avail <= off || !memchr(sec->p + off, '\0', avail - off)))
+    avail = sec_need(sec, avail + (avail - off) + 4096);
+  if (avail <= off || !memchr(sec->p + off, '\0', avail - off))
     return NULL;
   return (const char *)sec->p + off;
 }
@@ -354,6 +377,7 @@ static int lhdr_read(const struct culpert__dwarf *d, uint64_t off, struct lhdr *
   if (all.err || len > (uint64_t)(all.end - all.p))
     return -1;
   *next = (uint64_t)(all.p - d->line.p) + len;
+  sec_need(&d->line, *next);
   struct rd r = {all.p, all.p + len, 0};
 
   h->version = (int)rd_u(&r, 2);
@@ -571,7 +595,76 @@ static void run_program(struct job *j)
 #undef ROW
 }
 
-static int lines_pass(struct job *j)
+/* Sorted .debug_info or .debug_line offsets. */
+struct offsets {
+  uint64_t *v;
+  size_t n;
+  size_t cap;
+};
+
+static int offsets_add(struct offsets *o, uint64_t v)
+{
+  if (o->n == o->cap) {
+    size_t cap = o->cap ? o->cap * 2 : 64;
+    uint64_t *g = realloc(o->v, cap * sizeof *g);
+    if (!g)
+      return -ENOMEM;
+    o->v = g;
+    o->cap = cap;
+  }
+  o->v[o->n++] = v;
+  return 0;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Sorts and drops duplicates. */
+static void offsets_sort(struct offsets *o)
+{
+  if (o->n == 0)
+    return;
+  qsort(o->v, o->n, sizeof *o->v, u64_cmp);
+  size_t k = 1;
+  for (size_t i = 1; i < o->n; i++)
+    if (o->v[i] != o->v[k - 1])
+      o->v[k++] = o->v[i];
+  o->n = k;
+}
+
+static int offsets_has(const struct offsets *o, uint64_t v)
+{
+  size_t lo = 0, hi = o->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (o->v[mid] < v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < o->n && o->v[lo] == v;
+}
+
+/* Runs the line program at `off` for the job's wanted addresses. */
+static int lines_unit(struct job *j, uint64_t off)
+{
+  struct lhdr h;
+  uint64_t next;
+  int rc = lhdr_read(j->d, off, &h, &next);
+  if (rc != 0)
+    return rc == -ENOMEM ? rc : 0;
+  j->h = &h;
+  run_program(j);
+  j->h = NULL;
+  lhdr_free(&h);
+  return 0;
+}
+
+/* Runs every line program except those at the offsets in `done` (sorted). */
+static int lines_pass(struct job *j, const struct offsets *done)
 {
   uint64_t off = 0;
   while (j->d->line.p && off < j->d->line.len) {
@@ -580,7 +673,9 @@ static int lines_pass(struct job *j)
     int rc = lhdr_read(j->d, off, &h, &next);
     if (rc == -ENOMEM)
       return rc;
-    if (rc == 0) {
+    if (rc == 0 && offsets_has(done, off)) {
+      lhdr_free(&h);
+    } else if (rc == 0) {
       j->h = &h;
       run_program(j);
       j->h = NULL;
@@ -632,10 +727,15 @@ static int abbrev_cmp(const void *x, const void *y)
 }
 
 /* Reads the abbreviation table at `off`. Returns 0, -1, or -ENOMEM. */
-static int abbrevs_read(const struct culpert__dwarf *d, uint64_t off, struct abbrevs *t)
+/* Reads the abbreviation table at `off` from the first `avail` bytes of
+ * .debug_abbrev. Returns 0, -1 (malformed, or cut by `avail`), -ENOMEM. */
+static int abbrevs_parse(const struct culpert__dwarf *d, uint64_t off, size_t avail,
+                         struct abbrevs *t)
 {
   size_t cap = 0, scap = 0;
   struct rd r = rd_at(&d->abbrev, off);
+  if (!r.err && avail < d->abbrev.len)
+    r.end = d->abbrev.p + (avail > off ? avail : off);
   memset(t, 0, sizeof *t);
   t->dense = 1;
   while (!r.err) {
@@ -687,6 +787,18 @@ static int abbrevs_read(const struct culpert__dwarf *d, uint64_t off, struct abb
 nomem:
   abbrevs_free(t);
   return -ENOMEM;
+}
+
+/* The abbreviation table at `off`: a lazily filled .debug_abbrev is read
+ * only as far as the table goes (tables end where their zero code is). */
+static int abbrevs_read(const struct culpert__dwarf *d, uint64_t off, struct abbrevs *t)
+{
+  for (uint64_t ask = 16384;; ask *= 4) {
+    size_t avail = sec_need(&d->abbrev, off + ask);
+    int rc = abbrevs_parse(d, off, avail, t);
+    if (rc != -1 || avail >= d->abbrev.len)
+      return rc;
+  }
 }
 
 static const struct abbrev *abbrev_find(const struct abbrevs *t, uint64_t code)
@@ -1075,6 +1187,7 @@ static int cu_open(const struct culpert__dwarf *d, uint64_t off, struct cu *cu, 
   cu->off = off;
   cu->end = (uint64_t)(r.p - d->info.p) + len;
   *next = cu->end;
+  sec_need(&d->info, cu->end);
   r.end = r.p + len;
   cu->version = (int)rd_u(&r, 2);
   uint64_t abbrev_off;
@@ -1392,14 +1505,129 @@ static int finish_unit(const struct culpert__dwarf *d, const struct cu *cu, stru
   return rc;
 }
 
-static int inline_pass(const struct culpert__dwarf *d, const struct want *w, size_t nw,
-                       struct culpert__srcpos *out, struct culpert__pool *pool)
+/* ---------------------------------------------------------------------- */
+
+/* ---------------------------------------------------------------------- */
+/* .debug_aranges                                                          */
+
+struct arange {
+  uint64_t lo;
+  uint64_t hi;
+  uint64_t unit; /* .debug_info offset of the unit header */
+};
+
+static int arange_cmp(const void *a, const void *b)
 {
-  struct pendings pend = {0};
-  struct units units = {0};
+  const struct arange *x = a, *y = b;
+  return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Every address range of .debug_aranges, sorted by start. Returns the
+ * number of ranges (0 when the section is absent or unreadable; a bad set
+ * only loses its own ranges) or -ENOMEM. */
+static long aranges_read(const struct culpert__dwarf *d, struct arange **out)
+{
+  const struct culpert__dwarf_section *sec = &d->aranges;
+  struct arange *v = NULL;
+  size_t n = 0, cap = 0;
   uint64_t off = 0;
+  *out = NULL;
+  while (sec->p && off < sec->len) {
+    struct rd r = rd_at(sec, off);
+    size_t offsize = 4;
+    uint64_t len = rd_u(&r, 4);
+    if (len == 0xffffffff) {
+      offsize = 8;
+      len = rd_u(&r, 8);
+    }
+    if (r.err || len > (uint64_t)(r.end - r.p))
+      break;
+    uint64_t next = (uint64_t)(r.p - sec->p) + len;
+    r.end = r.p + len;
+    unsigned version = (unsigned)rd_u(&r, 2);
+    uint64_t unit = rd_u(&r, offsize);
+    size_t asize = (size_t)rd_u(&r, 1);
+    unsigned ssize = (unsigned)rd_u(&r, 1);
+    if (!r.err && version == 2 && (asize == 8 || asize == 4) && ssize == 0) {
+      /* Tuples start at a multiple of twice the address size. */
+      uint64_t at = (uint64_t)(r.p - sec->p) - off;
+      rd_skip(&r, (2 * asize - at % (2 * asize)) % (2 * asize));
+      for (;;) {
+        uint64_t lo = rd_u(&r, asize), size = rd_u(&r, asize);
+        if (r.err || (lo == 0 && size == 0))
+          break;
+        if (size == 0 || lo + size < lo)
+          continue;
+        if (n == cap) {
+          cap = cap ? cap * 2 : 256;
+          struct arange *g = realloc(v, cap * sizeof *g);
+          if (!g) {
+            free(v);
+            return -ENOMEM;
+          }
+          v = g;
+        }
+        v[n++] = (struct arange){lo, lo + size, unit};
+      }
+    }
+    if (next <= off)
+      break;
+    off = next;
+  }
+  if (n)
+    qsort(v, n, sizeof *v, arange_cmp);
+  *out = v;
+  return (long)n;
+}
+
+/* The unit whose arange contains vaddr, or -1. */
+static int64_t aranges_find(const struct arange *v, size_t n, uint64_t vaddr)
+{
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v[mid].lo <= vaddr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == 0 || vaddr >= v[lo - 1].hi || v[lo - 1].unit > INT64_MAX)
+    return -1;
+  return (int64_t)v[lo - 1].unit;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Units to read                                                           */
+
+/*
+ * The units that may describe a wanted address: from .debug_aranges for
+ * the addresses it covers; for the others, every unit whose own ranges
+ * contain one (or that states no ranges), which means reading every unit
+ * header (what .debug_aranges lets us skip).
+ */
+static int units_wanted(const struct culpert__dwarf *d, const struct want *w, size_t nw,
+                        struct offsets *units)
+{
+  struct arange *ar = NULL;
+  struct want *left = NULL;
+  size_t nleft = 0;
   int rc = 0;
-  while (rc == 0 && d->info.p && off < d->info.len) {
+  long nar = aranges_read(d, &ar);
+  if (nar < 0)
+    return (int)nar;
+  left = malloc(nw * sizeof *left);
+  if (!left) {
+    rc = -ENOMEM;
+    goto out;
+  }
+  for (size_t i = 0; i < nw && rc == 0; i++) {
+    int64_t unit = aranges_find(ar, (size_t)nar, w[i].vaddr);
+    if (unit >= 0)
+      rc = offsets_add(units, (uint64_t)unit);
+    else
+      left[nleft++] = w[i];
+  }
+  for (uint64_t off = 0; rc == 0 && nleft > 0 && off < d->info.len;) {
     struct cu cu;
     struct ranges rg;
     uint64_t next = 0;
@@ -1408,43 +1636,90 @@ static int inline_pass(const struct culpert__dwarf *d, const struct want *w, siz
       rc = orc;
       break;
     }
-    /* A unit that states its ranges and has no wanted address in them is
-     * skipped without reading its DIEs. */
-    if (orc == 0 && (rg.n == 0 || ranges_hit(&rg, w, nw))) {
-      rc = walk_unit(d, &cu, w, nw, &pend);
-      if (rc == 0)
-        rc = finish_unit(d, &cu, &units, &pend, out, pool);
-    }
-    if (orc == 0)
+    if (orc == 0) {
+      if (rg.n == 0 || ranges_hit(&rg, left, nleft))
+        rc = offsets_add(units, off);
       abbrevs_free(&cu.ab);
+    }
     if (next <= off)
       break;
     off = next;
   }
-  free(pend.p);
-  units_free(&units);
+  offsets_sort(units);
+
+out:
+  free(ar);
+  free(left);
   return rc;
 }
 
-/* ---------------------------------------------------------------------- */
+/* Reads one unit: its line program (unless already run, as listed in
+ * `done`) and its inlined calls around wanted addresses. */
+static int unit_resolve(struct job *j, uint64_t off, struct units *units, struct pendings *pend,
+                        struct offsets *done)
+{
+  struct cu cu;
+  struct ranges rg;
+  uint64_t next = 0;
+  int rc = cu_open(j->d, off, &cu, &next, &rg);
+  if (rc != 0)
+    return rc == -ENOMEM ? rc : 0;
+  if (cu.has_stmt_list && !offsets_has(done, cu.stmt_list)) {
+    rc = offsets_add(done, cu.stmt_list);
+    offsets_sort(done);
+    if (rc == 0)
+      rc = lines_unit(j, cu.stmt_list);
+  }
+  if (rc == 0)
+    rc = walk_unit(j->d, &cu, j->w, j->nw, pend);
+  if (rc == 0)
+    rc = finish_unit(j->d, &cu, units, pend, j->out, j->pool);
+  abbrevs_free(&cu.ab);
+  return rc;
+}
 
 int culpert__dwarf_resolve(const struct culpert__dwarf *d, const uint64_t *vaddrs, size_t n,
                            struct culpert__srcpos *out, struct culpert__pool *pool)
 {
+  struct offsets wanted = {0}, done = {0};
+  struct pendings pend = {0};
+  struct units units = {0};
+  struct want *w = NULL;
+  int rc = 0;
   for (size_t i = 0; i < n; i++)
     out[i] = (struct culpert__srcpos){NULL, 0, 0, NULL, 0};
   if (n == 0 || !d->line.p)
     return 0;
-  struct want *w = malloc(n * sizeof *w);
+  w = malloc(n * sizeof *w);
   if (!w)
     return -ENOMEM;
   for (size_t i = 0; i < n; i++)
     w[i] = (struct want){vaddrs[i], i};
   qsort(w, n, sizeof *w, want_cmp);
   struct job j = {.d = d, .w = w, .nw = n, .out = out, .pool = pool};
-  int rc = lines_pass(&j);
-  if (rc == 0 && d->info.p && d->abbrev.p)
-    rc = inline_pass(d, w, n, out, pool);
+  if (d->info.p && d->abbrev.p) {
+    rc = units_wanted(d, w, n, &wanted);
+    for (size_t i = 0; i < wanted.n && rc == 0; i++)
+      rc = unit_resolve(&j, wanted.v[i], &units, &pend, &done);
+  }
+  if (rc != 0)
+    goto out;
+
+  /* Addresses no unit's line program placed: try every other program. */
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!out[w[i].index].file && !out[w[i].index].line)
+      w[k++] = w[i];
+  if (k > 0) {
+    j.nw = k;
+    rc = lines_pass(&j, &done);
+  }
+
+out:
   free(w);
+  free(wanted.v);
+  free(done.v);
+  free(pend.p);
+  units_free(&units);
   return rc;
 }

@@ -16,15 +16,33 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One debug section, already decompressed; p NULL when absent. */
+/*
+ * A section filled on demand (a compressed section inflated as far as the
+ * reader needs). fill() makes at least bytes [0, upto) of the section's
+ * buffer valid and returns how many are; it returns the section's length
+ * once nothing more will come (the whole section, or a corrupt stream
+ * whose rest stays zero). It is called before any read. `piecewise`: the
+ * reader asks for one unit, table or string at a time (.debug_info,
+ * .debug_line, .debug_abbrev, .debug_str, .debug_line_str); otherwise the
+ * whole section is asked for on first use.
+ */
+struct culpert__dwarf_lazy {
+  size_t (*fill)(struct culpert__dwarf_lazy *lazy, size_t upto);
+  int piecewise;
+};
+
+/* One debug section; p NULL when absent. With `lazy` NULL all `len` bytes
+ * are there; otherwise p is a zero-filled buffer of the section's full size
+ * that lazy->fill() fills. */
 struct culpert__dwarf_section {
   const unsigned char *p;
   size_t len;
+  struct culpert__dwarf_lazy *lazy;
 };
 
 struct culpert__dwarf {
   struct culpert__dwarf_section info, abbrev, line, line_str, str, str_offsets, addr, ranges,
-      rnglists;
+      rnglists, aranges;
 };
 
 /* Owns every string and array the results point to. Zero-initialize. */
@@ -58,12 +76,15 @@ struct culpert__srcpos {
 
 /*
  * culpert__dwarf_resolve: the source position of each of `n` addresses
- * (virtual addresses of the file the sections come from). One pass over
- * the line programs and one over the units of .debug_info whose ranges
- * contain a wanted address, whatever n. Where several line rows share an
- * address the last one gives file and line, as addr2line does. Results
- * point into `pool`. Returns 0 or -ENOMEM; bad
- * DWARF gives fewer answers, never an error.
+ * (virtual addresses of the file the sections come from). Reads only the
+ * units that contain a wanted address: found with .debug_aranges when it
+ * covers the address, else by reading every unit's header and ranges. For
+ * each such unit it runs its own line program and walks its DIEs for
+ * inlined calls. Only an address still without a line after that makes it
+ * run every line program. Where several line rows share an address the
+ * last one gives file and line, as addr2line does. Results point into
+ * `pool`. Returns 0 or -ENOMEM; bad DWARF gives fewer answers, never an
+ * error.
  */
 int culpert__dwarf_resolve(const struct culpert__dwarf *d, const uint64_t *vaddrs, size_t n,
                            struct culpert__srcpos *out, struct culpert__pool *pool);

@@ -587,19 +587,61 @@ int culpert__symbolize_addr(struct culpert__symbolizer *s, uint64_t addr,
 /* Largest decompressed debug section we accept. */
 #define SECTION_MAX (512u * 1024u * 1024u)
 
-/* A section's bytes; `owned` when decompressed into a malloc'd buffer. */
+/*
+ * A section's bytes. A compressed section is inflated on demand, as far as
+ * the DWARF reader asks (culpert__dwarf_lazy), into a zero-filled buffer of
+ * its full size: untouched pages of it cost nothing. The zlib stream is
+ * inflated raw, without its Adler-32 check (the DWARF reader checks every
+ * bound itself).
+ */
 struct section {
+  struct culpert__dwarf_lazy lazy; /* first: fill() gets a pointer to it */
   const unsigned char *p;
   size_t len;
-  unsigned char *owned;
+  unsigned char *owned; /* the buffer of a compressed section */
+  z_stream z;
+  int z_open;  /* z holds a stream that may still produce bytes */
+  size_t have; /* bytes of `owned` inflated so far */
 };
 
-/* Finds section `name` in the ELF image and, unless `probe`, decompresses
- * it if needed (a probe only says whether the section is there: s->p is
- * then non-NULL but not to be read). Returns 0 (s->p NULL when absent or
- * unusable) or -ENOMEM. */
-static int elf_section_probe(const unsigned char *base, size_t size, const char *name,
-                             struct section *sec, int probe)
+/* Inflate at least this much more per call, to keep calls few. */
+#define FILL_STEP (64u * 1024u)
+
+static size_t section_fill(struct culpert__dwarf_lazy *lazy, size_t upto)
+{
+  struct section *sec = (struct section *)(void *)lazy;
+  if (!sec->z_open)
+    return sec->len;
+  if (upto <= sec->have)
+    return sec->have;
+  size_t goal = upto + FILL_STEP < sec->len ? upto + FILL_STEP : sec->len;
+  sec->z.next_out = sec->owned + sec->have;
+  sec->z.avail_out = (uInt)(goal - sec->have);
+  int zrc = inflate(&sec->z, Z_SYNC_FLUSH);
+  sec->have = (size_t)(sec->z.next_out - sec->owned);
+  if (zrc != Z_OK || sec->have >= sec->len) {
+    /* Done, or a corrupt stream: what is not inflated stays zero. */
+    inflateEnd(&sec->z);
+    sec->z_open = 0;
+    return sec->len;
+  }
+  return sec->have;
+}
+
+static void section_free(struct section *sec)
+{
+  if (sec->z_open)
+    inflateEnd(&sec->z);
+  free(sec->owned);
+  memset(sec, 0, sizeof *sec);
+}
+
+/* Finds section `name` in the ELF image. An uncompressed one is used in
+ * place; a compressed one is set up to be inflated lazily (nothing is
+ * inflated here). `piecewise`: the reader asks for it piece by piece.
+ * Returns 0 (sec->p NULL when absent or unusable) or -ENOMEM. */
+static int elf_section(const unsigned char *base, size_t size, const char *name,
+                       struct section *sec, int piecewise)
 {
   memset(sec, 0, sizeof *sec);
   const Elf64_Ehdr *eh = (const void *)base;
@@ -621,58 +663,70 @@ static int elf_section_probe(const unsigned char *base, size_t size, const char 
     if (sh[i].sh_type == SHT_NOBITS || !in_bounds(sh[i].sh_offset, sh[i].sh_size, size))
       return 0;
     const unsigned char *data = base + sh[i].sh_offset;
-    if (!(sh[i].sh_flags & SHF_COMPRESSED) || probe) {
+    if (!(sh[i].sh_flags & SHF_COMPRESSED)) {
       sec->p = data;
       sec->len = sh[i].sh_size;
       return 0;
     }
     Elf64_Chdr ch;
-    if (sh[i].sh_size < sizeof ch)
+    /* The compression header, then a zlib stream: 2 header bytes (deflate,
+     * no preset dictionary) before the raw deflate data. */
+    if (sh[i].sh_size < sizeof ch + 2)
       return 0;
     memcpy(&ch, data, sizeof ch);
-    if (ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size == 0 || ch.ch_size > SECTION_MAX)
+    const unsigned char *zs = data + sizeof ch;
+    if (ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size == 0 || ch.ch_size > SECTION_MAX ||
+        (zs[0] & 0x0f) != 8 || (zs[1] & 0x20) != 0 || ((unsigned)zs[0] << 8 | zs[1]) % 31 != 0)
       return 0;
-    unsigned char *buf = malloc(ch.ch_size);
-    if (!buf)
+    sec->owned = calloc(1, ch.ch_size);
+    if (!sec->owned)
       return -ENOMEM;
-    uLongf outlen = (uLongf)ch.ch_size;
-    if (uncompress(buf, &outlen, data + sizeof ch, (uLong)(sh[i].sh_size - sizeof ch)) != Z_OK ||
-        outlen != ch.ch_size) {
-      free(buf);
+    if (inflateInit2(&sec->z, -15) != Z_OK) {
+      free(sec->owned);
+      sec->owned = NULL;
       return 0;
     }
-    sec->p = sec->owned = buf;
-    sec->len = outlen;
+    sec->z_open = 1;
+    sec->z.next_in = (Bytef *)(uintptr_t)(zs + 2);
+    sec->z.avail_in = (uInt)(sh[i].sh_size - sizeof ch - 2);
+    sec->lazy.fill = section_fill;
+    sec->lazy.piecewise = piecewise;
+    sec->p = sec->owned;
+    sec->len = ch.ch_size;
     return 0;
   }
   return 0;
 }
 
-static int elf_section(const unsigned char *base, size_t size, const char *name,
-                       struct section *sec)
+/* Whether the image has a section `name` of some bytes; reads only the
+ * section table (never inflates). */
+static int elf_has_section(const unsigned char *base, size_t size, const char *name)
 {
-  return elf_section_probe(base, size, name, sec, 0);
+  struct section sec;
+  int rc = elf_section(base, size, name, &sec, 0);
+  int has = rc == 0 && sec.p != NULL && sec.len > 0;
+  section_free(&sec);
+  return has;
 }
 
 static int has_debug_line(const struct culpert__symtab *t)
 {
-  struct section sec;
-  if (!t || !t->map || elf_section_probe(t->map, t->maplen, ".debug_line", &sec, 1) != 0)
-    return 0;
-  return sec.p != NULL && sec.len > 0;
+  return t && t->map && elf_has_section(t->map, t->maplen, ".debug_line");
 }
 
 /* The source positions of `n` addresses of the file behind `t`. */
 static int symtab_resolve(struct culpert__symtab *t, const uint64_t *vaddrs, size_t n,
                           struct culpert__srcpos *out)
 {
-  static const char *const names[] = {".debug_info",     ".debug_abbrev", ".debug_line",
-                                      ".debug_line_str", ".debug_str",    ".debug_str_offsets",
-                                      ".debug_addr",     ".debug_ranges", ".debug_rnglists"};
+  static const char *const names[] = {
+      ".debug_info",        ".debug_abbrev", ".debug_line",   ".debug_line_str",
+      ".debug_str",         ".debug_str_offsets", ".debug_addr", ".debug_ranges",
+      ".debug_rnglists",    ".debug_aranges"};
   struct section sec[sizeof names / sizeof names[0]];
   struct culpert__dwarf d;
-  struct culpert__dwarf_section *dst[] = {&d.info,        &d.abbrev, &d.line,   &d.line_str, &d.str,
-                                          &d.str_offsets, &d.addr,   &d.ranges, &d.rnglists};
+  struct culpert__dwarf_section *dst[] = {&d.info,        &d.abbrev, &d.line,   &d.line_str,
+                                          &d.str,         &d.str_offsets, &d.addr, &d.ranges,
+                                          &d.rnglists,    &d.aranges};
   size_t nsec = sizeof names / sizeof names[0];
   int rc = 0;
 
@@ -682,14 +736,17 @@ static int symtab_resolve(struct culpert__symtab *t, const uint64_t *vaddrs, siz
   if (!t || !t->map)
     return 0;
   for (size_t i = 0; i < nsec && rc == 0; i++) {
-    rc = elf_section(t->map, t->maplen, names[i], &sec[i]);
+    /* Read piece by piece: units of .debug_info and .debug_line, tables
+     * of .debug_abbrev, strings of .debug_line_str and .debug_str. */
+    rc = elf_section(t->map, t->maplen, names[i], &sec[i], i <= 4);
     dst[i]->p = sec[i].p;
     dst[i]->len = sec[i].len;
+    dst[i]->lazy = sec[i].owned ? &sec[i].lazy : NULL;
   }
   if (rc == 0)
     rc = culpert__dwarf_resolve(&d, vaddrs, n, out, &t->pool);
   for (size_t i = 0; i < nsec; i++)
-    free(sec[i].owned);
+    section_free(&sec[i]);
   return rc;
 }
 
