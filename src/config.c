@@ -170,6 +170,13 @@ void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int
     else if (strcmp(v, "libunwind") != 0)
       warn(warn_fd, "CULPERT_STACK=%s is neither libunwind nor fp; using libunwind", v);
   }
+  v = get("CULPERT_SYMBOLS");
+  if (v != NULL && *v != '\0') {
+    if (strcmp(v, "names") == 0)
+      c->names_only = 1;
+    else if (strcmp(v, "full") != 0)
+      warn(warn_fd, "CULPERT_SYMBOLS=%s is neither full nor names; using full", v);
+  }
   v = get("CULPERT_STACK_DEPTH");
   if (v != NULL && *v != '\0') {
     uint64_t d;

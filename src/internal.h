@@ -50,6 +50,7 @@ struct culpert__config {
   uint64_t seed;        /* CULPERT_SEED */
   int has_seed;         /* CULPERT_SEED was given and valid */
   int stack_mode;       /* enum culpert__stack_mode (CULPERT_STACK) */
+  int names_only;       /* CULPERT_SYMBOLS=names: symbol-table names, no DWARF */
   uint32_t stack_depth; /* CULPERT_STACK_DEPTH, 1..CULPERT__MAX_DEPTH */
   int quiet;            /* CULPERT_QUIET=1 */
   int no_children;      /* CULPERT_NO_CHILDREN=1 */

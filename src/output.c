@@ -322,6 +322,7 @@ int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples
       .duration_nanos = start_nanos != 0 && now > start_nanos ? now - start_nanos : 0,
       .comments = comments,
       .ncomments = ncomments,
+      .flags = culpert__cfg.names_only ? CULPERT__WRITER_NAMES_ONLY : 0u,
   };
   rc = culpert__writer_encode(&p, out, len);
 out:

@@ -11,6 +11,7 @@
  * inuse_space picked by type name, N the samples value, PATH the span
  * names from the root joined by '/' ("-" outside every span), and F the
  * function names of the stack, leaf first (inlined frames included).
+ * Last, "lines N": how many location lines carry a source line number.
  * Exit status 2 when the file is not a readable profile.
  */
 #include <stdint.h>
@@ -203,6 +204,11 @@ int main(int argc, char **argv)
     print_frames(s);
     printf("\n");
   }
+  size_t numbered = 0;
+  for (size_t i = 0; i < prof->n_location; i++)
+    for (size_t l = 0; l < prof->location[i]->n_line; l++)
+      numbered += prof->location[i]->line[l]->line != 0;
+  printf("lines %zu\n", numbered);
   perftools__profiles__profile__free_unpacked((Perftools__Profiles__Profile *)prof, NULL);
   free(spans);
   free(buf);

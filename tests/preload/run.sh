@@ -328,6 +328,25 @@ quiet_and_names)
   [ "$(ls culpert.wl_basic.*.pb.gz 2>/dev/null | wc -l)" -eq 1 ] ||
     fail "profile not in the start-up directory after chdir: $(cat err)"
   ;;
+symbols)
+  # CULPERT_SYMBOLS=names: function names from the symbol tables, no line
+  # numbers; the default (full) has both; a bad value warns once, uses full.
+  CULPERT_SAMPLE_RATE=0 CULPERT_SYMBOLS=names CULPERT_OUTPUT="$work/n.pb.gz" run_pre \
+    "$BIN/wl_basic" >out 2>err || fail "wl_basic failed (names)"
+  p=$(profile n.pb.gz)
+  expect_line "$p" ' span=handle_request/parse frames=parse_alloc;handle_request;main' "names: stack"
+  expect_line "$p" '^lines 0$' "names: no line numbers"
+  CULPERT_SAMPLE_RATE=0 CULPERT_SYMBOLS=full CULPERT_OUTPUT="$work/f.pb.gz" run_pre \
+    "$BIN/wl_basic" >out 2>err || fail "wl_basic failed (full)"
+  p=$(profile f.pb.gz)
+  expect_line "$p" ' span=handle_request/parse frames=parse_alloc;handle_request;main' "full: stack"
+  expect_line "$p" '^lines [1-9][0-9]*$' "full: line numbers"
+  CULPERT_SAMPLE_RATE=0 CULPERT_SYMBOLS=lines CULPERT_OUTPUT="$work/b.pb.gz" run_pre \
+    "$BIN/wl_basic" >out 2>err || fail "wl_basic failed (bad value)"
+  [ "$(grep -c '^culpert: CULPERT_SYMBOLS=lines is neither full nor names; using full$' err)" -eq 1 ] ||
+    fail "want one CULPERT_SYMBOLS warning: $(cat err)"
+  expect_line "$(profile b.pb.gz)" '^lines [1-9][0-9]*$' "bad value: line numbers"
+  ;;
 bad_env)
   CULPERT_SAMPLE_RATE=lots CULPERT_OUTPUT="$work/e.pb.gz" run_pre "$BIN/wl_basic" >out 2>err ||
     fail "wl_basic failed"

@@ -97,6 +97,7 @@ static void test_config_defaults(void **state)
   assert_int_equal(c.stack_mode, CULPERT__STACK_LIBUNWIND);
   assert_int_equal(c.stack_depth, 64);
   assert_false(c.has_seed);
+  assert_false(c.names_only);
   assert_false(c.quiet);
   assert_false(c.no_children);
   assert_null(c.output);
@@ -120,6 +121,8 @@ static void test_config_values(void **state)
                                     "/tmp/x.%p.pb.gz",
                                     "CULPERT_NO_CHILDREN",
                                     "1",
+                                    "CULPERT_SYMBOLS",
+                                    "names",
                                     NULL};
   struct culpert__config c;
   char warn[1024];
@@ -133,6 +136,7 @@ static void test_config_values(void **state)
   assert_true(c.quiet);
   assert_true(c.no_children);
   assert_string_equal(c.output, "/tmp/x.%p.pb.gz");
+  assert_true(c.names_only);
 }
 
 static void test_config_bad_values_warn_and_default(void **state)
@@ -146,6 +150,8 @@ static void test_config_bad_values_warn_and_default(void **state)
                                     "0",
                                     "CULPERT_SEED",
                                     "x1",
+                                    "CULPERT_SYMBOLS",
+                                    "lines",
                                     NULL};
   struct culpert__config c;
   char warn[2048];
@@ -158,11 +164,13 @@ static void test_config_bad_values_warn_and_default(void **state)
   assert_non_null(strstr(warn, "CULPERT_STACK=magic"));
   assert_non_null(strstr(warn, "CULPERT_STACK_DEPTH=0"));
   assert_non_null(strstr(warn, "CULPERT_SEED=x1"));
+  assert_non_null(strstr(warn, "CULPERT_SYMBOLS=lines"));
+  assert_false(c.names_only);
   /* one line per bad variable */
   int lines = 0;
   for (const char *p = warn; *p; p++)
     lines += *p == '\n';
-  assert_int_equal(lines, 4);
+  assert_int_equal(lines, 5);
 }
 
 static void test_config_rate_zero_is_exact(void **state)
