@@ -207,7 +207,7 @@ void culpert__span_reset_counters(void);
  * pointers share a byte only when they differ by a multiple of 32 MiB, so
  * unsampled blocks within 32 MiB of a sampled one are never flagged.
  */
-#define CULPERT__FILTER_BITS 21
+#define CULPERT__FILTER_BITS  21
 #define CULPERT__FILTER_SHIFT 4
 extern _Atomic uint8_t culpert__filter[1u << CULPERT__FILTER_BITS];
 
@@ -220,8 +220,7 @@ static inline uint32_t culpert__filter_slot(const void *p)
  * that merely share a slot with a sampled one, never no for a live one. */
 static inline int culpert__filter_test(const void *p)
 {
-  return atomic_load_explicit(&culpert__filter[culpert__filter_slot(p)], memory_order_relaxed) !=
-         0;
+  return atomic_load_explicit(&culpert__filter[culpert__filter_slot(p)], memory_order_relaxed) != 0;
 }
 
 /* culpert__filter_add / _del: count a pointer into / out of its slot

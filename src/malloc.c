@@ -412,8 +412,8 @@ static CULPERT__NOINLINE int memalign_slow(void **out, size_t align, size_t n)
  * branch, then a tail call to the real function (4 instructions for
  * malloc); free = a shift and a mask of the pointer, one byte load from the
  * read-mostly filter compared with zero, a branch, then a tail call (7
- * instructions, an `asm goto` on x86-64 like malloc's check). No locks, no shared writes. Everything else is out of
- * line.
+ * instructions, an `asm goto` on x86-64 like malloc's check). No locks, no
+ * shared writes. Everything else is out of line.
  */
 _Static_assert(offsetof(struct culpert__thread, countdown) == 0, "countdown leads culpert__tls");
 

@@ -719,14 +719,13 @@ static int symtab_resolve(struct culpert__symtab *t, const uint64_t *vaddrs, siz
                           struct culpert__srcpos *out)
 {
   static const char *const names[] = {
-      ".debug_info",        ".debug_abbrev", ".debug_line",   ".debug_line_str",
-      ".debug_str",         ".debug_str_offsets", ".debug_addr", ".debug_ranges",
-      ".debug_rnglists",    ".debug_aranges"};
+      ".debug_info",        ".debug_abbrev", ".debug_line",   ".debug_line_str", ".debug_str",
+      ".debug_str_offsets", ".debug_addr",   ".debug_ranges", ".debug_rnglists", ".debug_aranges"};
   struct section sec[sizeof names / sizeof names[0]];
   struct culpert__dwarf d;
-  struct culpert__dwarf_section *dst[] = {&d.info,        &d.abbrev, &d.line,   &d.line_str,
-                                          &d.str,         &d.str_offsets, &d.addr, &d.ranges,
-                                          &d.rnglists,    &d.aranges};
+  struct culpert__dwarf_section *dst[] = {&d.info,     &d.abbrev,      &d.line, &d.line_str,
+                                          &d.str,      &d.str_offsets, &d.addr, &d.ranges,
+                                          &d.rnglists, &d.aranges};
   size_t nsec = sizeof names / sizeof names[0];
   int rc = 0;
 
