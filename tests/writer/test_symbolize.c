@@ -557,6 +557,36 @@ static void test_symbolize_corrupt_dwarf(void **state)
   free(orig);
 }
 
+/* The same on zlib-compressed sections (read lazily, piece by piece):
+ * damaged streams lose answers, never crash or hang. */
+static void test_symbolize_corrupt_compressed_dwarf(void **state)
+{
+  (void)state;
+  static const char *const sections[] = {".debug_line", ".debug_info",     ".debug_abbrev",
+                                         ".debug_str",  ".debug_line_str", ".debug_aranges"};
+  size_t len, off, size, index;
+  unsigned char *orig = slurp(CULPERT_FIXTURE_GZ, &len);
+  unsigned char *elf = malloc(len);
+  assert_non_null(elf);
+  find_section(orig, ".text", &off, &size, &index);
+  assert_true(size > 0);
+  const Elf64_Shdr *sh = (const void *)(orig + ((const Elf64_Ehdr *)orig)->e_shoff);
+  uint64_t vaddrs[64];
+  for (size_t i = 0; i < 64; i++)
+    vaddrs[i] = sh[index].sh_addr + (i * 7) % size;
+  assert_true(lines_of_bytes(orig, len, vaddrs, 64) > 0); /* intact: lines */
+
+  uint64_t seed = 54321;
+  for (size_t s = 0; s < sizeof sections / sizeof sections[0]; s++) {
+    for (int round = 0; round < 60; round++) {
+      damage_section(elf, len, orig, sections[s], &seed, round);
+      lines_of_bytes(elf, len, vaddrs, 64);
+    }
+  }
+  free(elf);
+  free(orig);
+}
+
 /* "basename:line" of a path and line, into out. */
 static void base_line(char *out, size_t len, const char *path, unsigned long line)
 {
@@ -721,6 +751,7 @@ int main(void)
       cmocka_unit_test(test_symbolize_truncated_elf),
       cmocka_unit_test(test_symbolize_corrupt_elf),
       cmocka_unit_test(test_symbolize_corrupt_dwarf),
+      cmocka_unit_test(test_symbolize_corrupt_compressed_dwarf),
       cmocka_unit_test(test_symbolize_matches_llvm_symbolizer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
