@@ -12,9 +12,9 @@
 
 #include <stdio.h>
 
-#define CULPERT_EXIT_OK 0
+#define CULPERT_EXIT_OK         0
 #define CULPERT_EXIT_REGRESSION 1
-#define CULPERT_EXIT_ERROR 2
+#define CULPERT_EXIT_ERROR      2
 
 int culpert__cmd_report(int argc, char **argv);
 int culpert__cmd_info(int argc, char **argv);

@@ -39,22 +39,22 @@ struct culpert__frame {
 };
 
 struct culpert__sample {
-  const uint32_t *frames;  /* indices into profile->frames, leaf first */
+  const uint32_t *frames; /* indices into profile->frames, leaf first */
   uint32_t nframes;
-  const char *span_name;   /* NULL: outside every span ("(no span)") */
-  int64_t span_id;         /* 0 when the sample has no span_id label */
-  int64_t span_parent_id;  /* 0 when absent (a root span) */
-  int64_t bytes;           /* allocated bytes, unbiased estimate */
-  int64_t objects;         /* allocated objects, 0 when the file has none */
-  int64_t inuse_bytes;     /* 0 when the file has no in-use values */
+  const char *span_name;  /* NULL: outside every span ("(no span)") */
+  int64_t span_id;        /* 0 when the sample has no span_id label */
+  int64_t span_parent_id; /* 0 when absent (a root span) */
+  int64_t bytes;          /* allocated bytes, unbiased estimate */
+  int64_t objects;        /* allocated objects, 0 when the file has none */
+  int64_t inuse_bytes;    /* 0 when the file has no in-use values */
   int64_t inuse_objects;
-  int64_t samples;         /* raw samples in this bucket, 0 when unknown */
+  int64_t samples; /* raw samples in this bucket, 0 when unknown */
 };
 
 struct culpert__profile {
-  char *path;                       /* as given to the loader */
+  char *path; /* as given to the loader */
   enum culpert__producer producer;
-  int64_t rate;                     /* period in bytes; 0 = every allocation */
+  int64_t rate; /* period in bytes; 0 = every allocation */
   int64_t time_nanos;
   int64_t duration_nanos;
   bool has_objects, has_inuse, has_samples;

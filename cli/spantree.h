@@ -21,9 +21,9 @@
 #define CULPERT_NO_SPAN_NAME "(no span)"
 
 struct culpert__span_node {
-  const char *name;          /* "" for the invisible top node */
-  int64_t self_bytes;        /* bytes of samples whose innermost span is this node */
-  int64_t total_bytes;       /* self plus every descendant */
+  const char *name;    /* "" for the invisible top node */
+  int64_t self_bytes;  /* bytes of samples whose innermost span is this node */
+  int64_t total_bytes; /* self plus every descendant */
   int64_t self_samples;
   int64_t total_samples;
   struct culpert__span_node *parent;

@@ -14,7 +14,8 @@
 #include <string>
 #include <vector>
 
-namespace shop {
+namespace shop
+{
 
 struct Item {
   std::string name;
@@ -34,7 +35,8 @@ static std::vector<std::unique_ptr<Item>> load_catalog(int n)
   return items;
 }
 
-static std::map<std::string, const Item *> build_index(const std::vector<std::unique_ptr<Item>> &items)
+static std::map<std::string, const Item *>
+build_index(const std::vector<std::unique_ptr<Item>> &items)
 {
   CULPERT_SPAN("build_index");
   std::map<std::string, const Item *> index;

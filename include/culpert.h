@@ -115,21 +115,17 @@ CULPERT__DECL int culpert_is_active(void);
  * function-like macro does not expand inside its own expansion, so these
  * reach the real functions; taking a function's address still works.
  */
-#define culpert_span_enter(name) \
-  (culpert_span_enter ? culpert_span_enter(name) : (void)0)
-#define culpert_span_exit() \
-  (culpert_span_exit ? culpert_span_exit() : (void)0)
-#define culpert_span_current() \
-  (culpert_span_current ? culpert_span_current() : (uint64_t)0)
-#define culpert_span_enter_child_of(name, parent_id) \
+#define culpert_span_enter(name) (culpert_span_enter ? culpert_span_enter(name) : (void)0)
+#define culpert_span_exit()      (culpert_span_exit ? culpert_span_exit() : (void)0)
+#define culpert_span_current()   (culpert_span_current ? culpert_span_current() : (uint64_t)0)
+#define culpert_span_enter_child_of(name, parent_id)                                               \
   (culpert_span_enter_child_of ? culpert_span_enter_child_of((name), (parent_id)) : (void)0)
-#define culpert_snapshot_write(path) \
+#define culpert_snapshot_write(path)                                                               \
   (culpert_snapshot_write ? culpert_snapshot_write(path) : -38 /* -ENOSYS */)
-#define culpert_snapshot(out, len) \
-  (culpert_snapshot ? culpert_snapshot((out), (len)) \
+#define culpert_snapshot(out, len)                                                                 \
+  (culpert_snapshot ? culpert_snapshot((out), (len))                                               \
                     : (*(out) = NULL, *(len) = 0, -38 /* -ENOSYS */))
-#define culpert_is_active() \
-  (culpert_is_active ? culpert_is_active() : 0)
+#define culpert_is_active() (culpert_is_active ? culpert_is_active() : 0)
 #endif
 
 #if defined(__GNUC__)
@@ -140,7 +136,7 @@ static inline void culpert__span_scope_end(int *unused)
   culpert_span_exit();
 }
 #define CULPERT__CAT2(a, b) a##b
-#define CULPERT__CAT(a, b) CULPERT__CAT2(a, b)
+#define CULPERT__CAT(a, b)  CULPERT__CAT2(a, b)
 /*
  * CULPERT_SPAN(name): open a span that closes by itself when the enclosing
  * block ends (any return, break or goto included). GCC and Clang only.
@@ -150,8 +146,8 @@ static inline void culpert__span_scope_end(int *unused)
  *         ...
  *     }
  */
-#define CULPERT_SPAN(name)                                                    \
-  __attribute__((cleanup(culpert__span_scope_end), unused)) int CULPERT__CAT( \
+#define CULPERT_SPAN(name)                                                                         \
+  __attribute__((cleanup(culpert__span_scope_end), unused)) int CULPERT__CAT(                      \
       culpert__span_scope_, __LINE__) = (culpert_span_enter(name), 0)
 #endif
 
