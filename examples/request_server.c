@@ -5,7 +5,7 @@
  * a session and builds a response; the three stages allocate in different,
  * deterministic amounts so the report has something to say:
  *
- *   culpert run -- ./request_server 2000
+ *   culpert run -- ./request_server [REQUESTS]   (default 20000)
  *
  * Build: cc -O2 request_server.c -I<prefix>/include   (no -lculpert needed)
  */
@@ -111,7 +111,7 @@ static size_t handle_request(unsigned id)
 
 int main(int argc, char **argv)
 {
-  unsigned requests = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 2000;
+  unsigned requests = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 20000;
   size_t bytes = 0;
   /* Startup work outside any span shows up as "(no span)": a 1 MiB
    * configuration table that stays live for the whole run. */
