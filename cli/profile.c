@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <libdeflate.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -206,6 +207,48 @@ static bool is_gzip(const unsigned char *data, size_t len)
 }
 
 /*
+ * The fast path for the common file, one gzip member and nothing after it:
+ * libdeflate inflates the whole member in one call (about a third less CPU
+ * than zlib's inflate) into a buffer of exactly the size the gzip trailer
+ * announces (ISIZE). ISIZE is only a hint: a size of 0 or above `cap` is not
+ * tried, and libdeflate never writes past the buffer and checks the CRC and
+ * ISIZE itself. Returns 1 with *out and *outlen on success, 0 when the caller
+ * must take the zlib path (several members, trailing bytes, a wrong ISIZE,
+ * corrupt or truncated data: zlib then names the problem), or -ENOMEM.
+ */
+static int gunzip_whole(const unsigned char *in, size_t inlen, size_t cap, unsigned char **out,
+                        size_t *outlen)
+{
+  struct libdeflate_decompressor *d = NULL;
+  unsigned char *buf = NULL;
+  size_t used_in = 0, used_out = 0;
+  int rc = 0;
+
+  if (inlen < 18) /* 10-byte header, empty deflate block, 8-byte trailer */
+    return 0;
+  const unsigned char *t = in + inlen - 4;
+  size_t isize = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
+  if (isize == 0 || isize > cap)
+    return 0;
+  if (!(buf = malloc(isize)) || !(d = libdeflate_alloc_decompressor())) {
+    rc = -ENOMEM;
+    goto out;
+  }
+  if (libdeflate_gzip_decompress_ex(d, in, inlen, buf, isize, &used_in, &used_out) ==
+          LIBDEFLATE_SUCCESS &&
+      used_in == inlen && used_out == isize) {
+    *out = buf;
+    *outlen = used_out;
+    buf = NULL;
+    rc = 1;
+  }
+out:
+  libdeflate_free_decompressor(d);
+  free(buf);
+  return rc;
+}
+
+/*
  * Inflate gzip data (one or more members) into a malloc'd buffer, growing it
  * step by step and stopping as soon as the output would pass `cap`: a gzip
  * bomb costs at most `cap` bytes of memory and the time to inflate them.
@@ -219,6 +262,11 @@ static int gunzip(const unsigned char *in, size_t inlen, size_t cap, const char 
   size_t alloc = 0, used = 0;
   int rc = 0;
 
+  rc = gunzip_whole(in, inlen, cap, out, outlen);
+  if (rc < 0)
+    return fail(err, errlen, name, rc, "out of memory inflating the profile");
+  if (rc == 1)
+    return 0;
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
     return fail(err, errlen, name, -ENOMEM, "cannot initialise zlib");
   const unsigned char *next = in;

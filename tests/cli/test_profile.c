@@ -4,8 +4,8 @@
  * directly. Profiles are built here with protobuf-c so each test can shape
  * exactly the field it is about: inline frames (innermost first), function
  * name fallbacks, sparse location ids, values picked by name whatever their
- * position, concatenated gzip members, comments split into props, metadata
- * and notes, duplicate label key strings.
+ * position, concatenated gzip members, damaged gzip trailers, comments split
+ * into props, metadata and notes, duplicate label key strings.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -371,6 +371,62 @@ static void test_profile_concatenated_gzip_members(void **state)
   free(cat);
 }
 
+/* A one-member gzip file that the whole-buffer path cannot take still
+ * loads (bytes after the member are ignored, as gzip -d does), and a damaged
+ * trailer is named as zlib names it, whichever path read the file. */
+static void test_profile_gzip_trailer_cases(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *what;
+    size_t trailer_byte; /* from the end of the member; 0: append junk */
+    const char *err;     /* NULL: loads */
+  } cases[] = {
+      {"junk after the member", 0, NULL},
+      {"CRC damaged", 8, "t.pb: corrupt gzip data (incorrect data check)"},
+      {"ISIZE changed", 4, "t.pb: corrupt gzip data (incorrect length check)"},
+      {"ISIZE too small", 1, "t.pb: corrupt gzip data (incorrect length check)"},
+  };
+  struct pbuild b;
+  pb_init(&b);
+  culpert_types(&b);
+  add_sample(&b, 0, NULL, 5, (int64_t[]){1, 10, 0, 0, 1});
+  size_t len, glen;
+  uint8_t *buf = pack(&b, &len);
+  uint8_t *g = gzip(buf, len, &glen);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    uint8_t *copy = malloc(glen + 3);
+    assert_non_null(copy);
+    memcpy(copy, g, glen);
+    size_t n = glen;
+    if (cases[i].trailer_byte == 0) {
+      memcpy(copy + n, "\0\1\2", 3);
+      n += 3;
+    } else if (cases[i].trailer_byte == 1) {
+      copy[n - 4] = 1; /* the real size is larger */
+      copy[n - 3] = copy[n - 2] = copy[n - 1] = 0;
+    } else {
+      copy[n - cases[i].trailer_byte] ^= 0x40;
+    }
+    struct culpert__profile *p = NULL;
+    char err[256] = "";
+    int rc = culpert__profile_load_buffer(copy, n, "t.pb", &p, err, sizeof err);
+    if (cases[i].err) {
+      assert_int_equal(rc, -EINVAL);
+      assert_null(p);
+      assert_string_equal(err, cases[i].err);
+    } else {
+      if (rc)
+        fail_msg("%s: %s", cases[i].what, err);
+      assert_int_equal(p->total_bytes, 10);
+      culpert__profile_free(p);
+    }
+    free(copy);
+  }
+  free(buf);
+  free(g);
+}
+
 /* culpert.* comments are props, key=value are metadata, the rest notes;
  * props and metadata are sorted by key. */
 static void test_profile_comments_split_and_sorted(void **state)
@@ -457,6 +513,7 @@ int main(void)
       cmocka_unit_test(test_profile_values_by_name),
       cmocka_unit_test(test_profile_rust_producer),
       cmocka_unit_test(test_profile_concatenated_gzip_members),
+      cmocka_unit_test(test_profile_gzip_trailer_cases),
       cmocka_unit_test(test_profile_comments_split_and_sorted),
       cmocka_unit_test(test_profile_span_labels_by_string),
       cmocka_unit_test(test_profile_error_names_file),
