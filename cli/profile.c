@@ -1051,10 +1051,131 @@ static int64_t value_at(const pb_sample *s, long idx)
   return idx >= 0 ? s->value[idx] : 0;
 }
 
+/*
+ * Labels, decoded once per distinct encoding. Samples are decoded with a
+ * copy of the generated Sample descriptor in which the label field is
+ * `bytes` (the wire format of an embedded message), so protobuf-c hands back
+ * each label's encoded bytes; each distinct encoding is then decoded by
+ * protobuf-c with the generated Label descriptor and validated once, and
+ * every later label with the same bytes reuses the result. A profile has a
+ * few labels per span, so 1M samples decode a few hundred labels instead of
+ * 3M. The table grows with the distinct labels the file holds (at most one
+ * per label, each kept in the budgeted decode arena).
+ */
+struct label_slot {
+  const uint8_t *bytes; /* NULL: empty slot */
+  size_t len;
+  uint64_t hash;
+  const Perftools__Profiles__Label *label;
+  const char *str; /* the label's string value, validated */
+};
+
+struct labels {
+  struct label_slot *slots;
+  size_t mask, used;
+  ProtobufCMessageDescriptor sample;   /* Sample with `bytes` labels */
+  ProtobufCFieldDescriptor fields[16]; /* its fields */
+};
+
+static void labels_free(struct labels *t)
+{
+  free(t->slots);
+}
+
+/* Make t->sample; -1 if the generated descriptor is not the expected one. */
+static int labels_init(struct labels *t)
+{
+  const ProtobufCMessageDescriptor *d = &perftools__profiles__sample__descriptor;
+  bool found = false;
+  if (d->n_fields > sizeof t->fields / sizeof t->fields[0])
+    return -1;
+  t->sample = *d;
+  memcpy(t->fields, d->fields, d->n_fields * sizeof *d->fields);
+  for (unsigned i = 0; i < d->n_fields; i++) {
+    ProtobufCFieldDescriptor *f = &t->fields[i];
+    if (f->id == 3 && f->label == PROTOBUF_C_LABEL_REPEATED && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+        f->descriptor == &perftools__profiles__label__descriptor &&
+        f->offset == offsetof(pb_sample, label)) {
+      f->type = PROTOBUF_C_TYPE_BYTES;
+      f->descriptor = NULL;
+      found = true;
+    }
+  }
+  t->sample.fields = t->fields;
+  return found ? 0 : -1;
+}
+
+static uint64_t bytes_hash(const uint8_t *p, size_t n)
+{
+  uint64_t h = 0xcbf29ce484222325ULL ^ n;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ p[i]) * 0x100000001b3ULL;
+  return mix64(h);
+}
+
+static int labels_grow(struct labels *t)
+{
+  size_t cap = t->slots ? (t->mask + 1) * 2 : 256;
+  struct label_slot *slots = calloc(cap, sizeof *slots);
+  if (!slots)
+    return -ENOMEM;
+  for (size_t i = 0; t->slots && i <= t->mask; i++) {
+    if (!t->slots[i].bytes)
+      continue;
+    size_t j = (size_t)t->slots[i].hash & (cap - 1);
+    while (slots[j].bytes)
+      j = (j + 1) & (cap - 1);
+    slots[j] = t->slots[i];
+  }
+  free(t->slots);
+  t->slots = slots;
+  t->mask = cap - 1;
+  return 0;
+}
+
+/* The decoded, validated label encoded as `bd`, from the table or decoded
+ * now. Returns 0 and *out, or an error already written. */
+static int label_get(struct builder *b, struct labels *t, const ProtobufCBinaryData *bd,
+                     const struct label_slot **out)
+{
+  if ((!t->slots || t->used + 1 > (t->mask + 1) / 2) && labels_grow(t))
+    return nomem(b, b->pb_arena);
+  uint64_t h = bytes_hash(bd->data, bd->len);
+  size_t i = (size_t)h & t->mask;
+  for (; t->slots[i].bytes; i = (i + 1) & t->mask) {
+    const struct label_slot *s = &t->slots[i];
+    if (s->hash == h && s->len == bd->len &&
+        (bd->len == 0 || memcmp(s->bytes, bd->data, bd->len) == 0)) {
+      *out = s;
+      return 0;
+    }
+  }
+  struct field f = {.data = bd->data, .len = bd->len};
+  const Perftools__Profiles__Label *l =
+      unpack(&perftools__profiles__label__descriptor, b->pb_arena, &f);
+  if (!l)
+    return b->pb_arena->over_budget ? nomem(b, b->pb_arena) : decode_failed(b, " in a sample");
+  const char *key, *str, *unit;
+  int rc;
+  if ((rc = str_at(b, l->key, &key, "a sample label key")) ||
+      (rc = str_at(b, l->str, &str, "a sample label value")) ||
+      (rc = str_at(b, l->num_unit, &unit, "a sample label unit")))
+    return rc;
+  uint8_t *copy = arena_alloc(b->pb_arena, bd->len);
+  if (!copy)
+    return nomem(b, b->pb_arena);
+  if (bd->len)
+    memcpy(copy, bd->data, bd->len);
+  t->slots[i] = (struct label_slot){copy, bd->len, h, l, str};
+  t->used++;
+  *out = &t->slots[i];
+  return 0;
+}
+
 /* One decoded Sample into p->samples[i]. */
 static int load_sample(struct builder *b, const struct value_index *vi, const struct idmap *locs,
-                       const uint32_t *loc_first, const uint32_t *loc_count, const pb_sample *s,
-                       size_t i)
+                       const uint32_t *loc_first, const uint32_t *loc_count, struct labels *lt,
+                       const pb_sample *s, size_t i)
 {
   struct culpert__profile *p = b->p;
   struct culpert__sample *out = &p->samples[i];
@@ -1089,13 +1210,14 @@ static int load_sample(struct builder *b, const struct value_index *vi, const st
   out->frames = frames;
   out->nframes = (uint32_t)k;
 
+  /* The label field was decoded as bytes (see struct labels). */
+  const ProtobufCBinaryData *encoded = (const ProtobufCBinaryData *)(const void *)s->label;
   for (size_t j = 0; j < s->n_label; j++) {
-    const Perftools__Profiles__Label *l = s->label[j];
-    const char *key, *str, *unit;
-    if ((rc = str_at(b, l->key, &key, "a sample label key")) ||
-        (rc = str_at(b, l->str, &str, "a sample label value")) ||
-        (rc = str_at(b, l->num_unit, &unit, "a sample label unit")))
+    const struct label_slot *slot = NULL;
+    if ((rc = label_get(b, lt, &encoded[j], &slot)))
       return rc;
+    const Perftools__Profiles__Label *l = slot->label;
+    const char *key = b->strings[l->key], *str = slot->str;
     /* Compare indices first; strcmp only for duplicate key strings. */
     if (l->key == b->k_span_name ||
         (l->key != b->k_span_id && l->key != b->k_span_parent && strcmp(key, "span_name") == 0)) {
@@ -1147,6 +1269,7 @@ static int load_samples(struct builder *b, const struct value_index *vi, const s
 {
   struct culpert__profile *p = b->p;
   struct arena scratch = {0};
+  struct labels lt = {0};
   const uint8_t *q = b->buf, *end = b->buf + b->buflen;
   struct field f;
   size_t i = 0;
@@ -1155,6 +1278,9 @@ static int load_samples(struct builder *b, const struct value_index *vi, const s
   p->samples = arena_calloc(b->a, b->nsamples ? b->nsamples : 1, sizeof *p->samples);
   if (!p->samples)
     return nomem(b, b->a);
+  if (labels_init(&lt))
+    return fail(b->err, b->errlen, b->name, -EINVAL,
+                "internal error: unexpected Sample descriptor");
   while (next_field(&q, end, &f) == 1) {
     if (f.num != F_SAMPLE)
       continue;
@@ -1162,18 +1288,19 @@ static int load_samples(struct builder *b, const struct value_index *vi, const s
     scratch.budget = DECODE_BASE_BYTES + f.len * DECODE_BYTES_PER_INPUT_BYTE;
     if (scratch.budget > CULPERT_DECODE_MAX_BYTES)
       scratch.budget = CULPERT_DECODE_MAX_BYTES;
-    pb_sample *s = unpack(&perftools__profiles__sample__descriptor, &scratch, &f);
+    pb_sample *s = unpack(&lt.sample, &scratch, &f);
     if (!s) {
       rc = scratch.over_budget ? nomem(b, &scratch) : decode_failed(b, " in a sample");
       goto out;
     }
-    if ((rc = load_sample(b, vi, locs, loc_first, loc_count, s, i)))
+    if ((rc = load_sample(b, vi, locs, loc_first, loc_count, &lt, s, i)))
       goto out;
     i++;
   }
   p->nsamples = i;
 out:
   arena_free(&scratch);
+  labels_free(&lt);
   return rc;
 }
 

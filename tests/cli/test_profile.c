@@ -486,6 +486,49 @@ static void test_profile_span_labels_by_string(void **state)
   free(buf);
 }
 
+/* Samples that carry the same labels each get them (labels are decoded once
+ * per distinct encoding), and a bad label is still found when it first
+ * appears after good ones. */
+static void test_profile_repeated_labels(void **state)
+{
+  (void)state;
+  for (int bad = 0; bad <= 1; bad++) {
+    struct pbuild b;
+    pb_init(&b);
+    culpert_types(&b);
+    int64_t kn = str(&b, "span_name"), kid = str(&b, "span_id");
+    int64_t parse = str(&b, "parse"), emit = str(&b, "emit");
+    for (int i = 0; i < 4; i++) {
+      Perftools__Profiles__Sample *s = add_sample(&b, 0, NULL, 5, (int64_t[]){0, i + 1, 0, 0, 1});
+      add_label(&b, s, kn, i % 2 ? emit : parse, 0);
+      add_label(&b, s, kid, 0, i % 2 ? 2 : 1);
+    }
+    if (bad)
+      b.lab[3][0].str = 99; /* sample 4: span_name value out of the table */
+    size_t len;
+    uint8_t *buf = pack(&b, &len);
+    if (!bad) {
+      struct culpert__profile *p = load(buf, len);
+      assert_int_equal(p->nsamples, 4);
+      for (size_t i = 0; i < 4; i++) {
+        assert_string_equal(p->samples[i].span_name, i % 2 ? "emit" : "parse");
+        assert_int_equal(p->samples[i].span_id, i % 2 ? 2 : 1);
+        assert_int_equal(p->samples[i].bytes, (int64_t)i + 1);
+      }
+      culpert__profile_free(p);
+    } else {
+      struct culpert__profile *p = NULL;
+      char err[256] = "";
+      assert_int_equal(culpert__profile_load_buffer(buf, len, "t.pb", &p, err, sizeof err),
+                       -EINVAL);
+      assert_null(p);
+      assert_string_equal(err, "t.pb: a sample label value refers to string 99, but the string "
+                               "table has 13 entries");
+    }
+    free(buf);
+  }
+}
+
 /* Errors name the file and the problem; out stays NULL. */
 static void test_profile_error_names_file(void **state)
 {
@@ -516,6 +559,7 @@ int main(void)
       cmocka_unit_test(test_profile_gzip_trailer_cases),
       cmocka_unit_test(test_profile_comments_split_and_sorted),
       cmocka_unit_test(test_profile_span_labels_by_string),
+      cmocka_unit_test(test_profile_repeated_labels),
       cmocka_unit_test(test_profile_error_names_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
