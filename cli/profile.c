@@ -606,6 +606,7 @@ struct builder {
   char **strings; /* the string table, copied into the model arena */
   size_t nstrings;
   int64_t k_span_name, k_span_id, k_span_parent; /* their string indices, -1 if absent */
+  bool one_frame_per_location; /* no inlined frames: frame index = location index */
 };
 
 static int64_t sat_add(int64_t a, int64_t b)
@@ -1040,6 +1041,7 @@ static int load_locations(struct builder *b, struct idmap *locs, uint32_t **loc_
   }
   if (dense_locs)
     locs->dense = pb->n_location;
+  b->one_frame_per_location = fi == pb->n_location;
   p->nframes = fi;
   *loc_first_out = loc_first;
   *loc_count_out = loc_count;
@@ -1172,20 +1174,12 @@ static int label_get(struct builder *b, struct labels *t, const ProtobufCBinaryD
   return 0;
 }
 
-/* One decoded Sample into p->samples[i]. */
-static int load_sample(struct builder *b, const struct value_index *vi, const struct idmap *locs,
-                       const uint32_t *loc_first, const uint32_t *loc_count, struct labels *lt,
-                       const pb_sample *s, size_t i)
+/* p->samples[i].frames when some location has inlined frames: each location
+ * id expands to its range of frames. */
+static int expand_frames(struct builder *b, const struct idmap *locs, const uint32_t *loc_first,
+                         const uint32_t *loc_count, const pb_sample *s, size_t i)
 {
-  struct culpert__profile *p = b->p;
-  struct culpert__sample *out = &p->samples[i];
-  int rc;
-
-  if (s->n_value != b->pb->n_sample_type)
-    return fail(b->err, b->errlen, b->name, -EINVAL,
-                "sample %zu has %zu values but the profile has %zu sample types", i + 1, s->n_value,
-                b->pb->n_sample_type);
-
+  struct culpert__sample *out = &b->p->samples[i];
   size_t total = 0;
   for (size_t j = 0; j < s->n_location_id; j++) {
     uint32_t li;
@@ -1209,6 +1203,44 @@ static int load_sample(struct builder *b, const struct value_index *vi, const st
   }
   out->frames = frames;
   out->nframes = (uint32_t)k;
+  return 0;
+}
+
+/* One decoded Sample into p->samples[i]. */
+static int load_sample(struct builder *b, const struct value_index *vi, const struct idmap *locs,
+                       const uint32_t *loc_first, const uint32_t *loc_count, struct labels *lt,
+                       const pb_sample *s, size_t i)
+{
+  struct culpert__profile *p = b->p;
+  struct culpert__sample *out = &p->samples[i];
+  int rc;
+
+  if (s->n_value != b->pb->n_sample_type)
+    return fail(b->err, b->errlen, b->name, -EINVAL,
+                "sample %zu has %zu values but the profile has %zu sample types", i + 1, s->n_value,
+                b->pb->n_sample_type);
+
+  if (b->one_frame_per_location) {
+    /* The usual case (no inlined frames): frame index = location index, so
+     * one pass and no per-location tables. */
+    size_t n = s->n_location_id;
+    if (n > UINT32_MAX / 2)
+      return fail(b->err, b->errlen, b->name, -EFBIG, "sample %zu has too many frames", i + 1);
+    uint32_t *frames = arena_alloc(b->a, (n ? n : 1) * sizeof *frames);
+    if (!frames)
+      return nomem(b, b->a);
+    for (size_t j = 0; j < n; j++) {
+      uint32_t li;
+      if (!idmap_get(locs, s->location_id[j], &li))
+        return fail(b->err, b->errlen, b->name, -EINVAL,
+                    "sample %zu refers to location id %" PRIu64 ", which does not exist", i + 1,
+                    s->location_id[j]);
+      frames[j] = li;
+    }
+    out->frames = frames;
+    out->nframes = (uint32_t)n;
+  } else if ((rc = expand_frames(b, locs, loc_first, loc_count, s, i)))
+    return rc;
 
   /* The label field was decoded as bytes (see struct labels). */
   const ProtobufCBinaryData *encoded = (const ProtobufCBinaryData *)(const void *)s->label;
