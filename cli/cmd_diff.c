@@ -23,6 +23,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "bytesize.h"
 #include "cli.h"
 #include "format.h"
 #include "profile.h"
@@ -123,37 +124,15 @@ static double stderr_of_delta(int64_t rate_b, int64_t before, int64_t rate_a, in
   return sqrt(vb + va);
 }
 
-/*
- * Parse a non-negative byte count: digits with an optional K/M/G suffix
- * (KB, KiB and MB... alike; all base 1024). Returns 0 or -EINVAL.
- */
+/* A non-negative byte count in the shared syntax (src/bytesize.h) that
+ * fits an int64_t. Returns 0 or -EINVAL. */
 static int parse_bytes(const char *s, int64_t *out)
 {
-  static const struct {
-    const char *suffix;
-    int64_t scale;
-  } suffixes[] = {
-      {"", 1},           {"b", 1},           {"k", 1024},         {"kb", 1024},
-      {"kib", 1024},     {"m", 1048576},     {"mb", 1048576},     {"mib", 1048576},
-      {"g", 1073741824}, {"gb", 1073741824}, {"gib", 1073741824},
-  };
-  if (!s || *s < '0' || *s > '9')
+  uint64_t v;
+  if (culpert__bytesize_parse(s, &v) != 0 || v > (uint64_t)INT64_MAX)
     return -EINVAL;
-  uint64_t v = 0;
-  while (*s >= '0' && *s <= '9') {
-    if (v > (uint64_t)(INT64_MAX - 9) / 10)
-      return -EINVAL;
-    v = v * 10 + (uint64_t)(*s++ - '0');
-  }
-  for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
-    if (strcasecmp(s, suffixes[i].suffix) == 0) {
-      if (v > (uint64_t)(INT64_MAX / suffixes[i].scale))
-        return -EINVAL;
-      *out = (int64_t)v * suffixes[i].scale;
-      return 0;
-    }
-  }
-  return -EINVAL;
+  *out = (int64_t)v;
+  return 0;
 }
 
 /* Parse a finite non-negative decimal number ("5", "2.5", "1e1"),
@@ -1144,7 +1123,7 @@ static void usage(FILE *f)
         "  --no-fail            exit 0 even when a regression is found\n"
         "  --help               show this help\n"
         "\n"
-        "Byte values accept a K, M or G suffix (base 1024). Profiles at different\n"
+        "Byte values accept a K, M, G or T suffix (base 1024). Profiles at different\n"
         "sample rates are compared on their unbiased estimates.\n",
         f);
 }

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bytesize.h"
 #include "cli.h"
 
 #define LIB_NAME "libculpert.so"
@@ -52,54 +53,6 @@ static void help(FILE *f)
              "\n"
              "Exit status: PROGRAM's (128+N if signal N ended it); 2 if culpert fails,\n"
              "PROGRAM cannot be started, or it succeeded but wrote no profile.\n");
-}
-
-/* Parse a byte count with an optional K/M/G/T suffix (powers of 1024), an
- * optional 'i' and an optional 'B'. Returns 0 and *out, or -EINVAL. */
-static int parse_rate(const char *s, uint64_t *out)
-{
-  uint64_t v = 0;
-  const char *c = s;
-  if (*c < '0' || *c > '9')
-    return -EINVAL;
-  for (; *c >= '0' && *c <= '9'; c++) {
-    uint64_t d = (uint64_t)(*c - '0');
-    if (v > (UINT64_MAX - d) / 10)
-      return -EINVAL;
-    v = v * 10 + d;
-  }
-  unsigned shift = 0;
-  switch (*c) {
-  case 'k':
-  case 'K':
-    shift = 10;
-    break;
-  case 'm':
-  case 'M':
-    shift = 20;
-    break;
-  case 'g':
-  case 'G':
-    shift = 30;
-    break;
-  case 't':
-  case 'T':
-    shift = 40;
-    break;
-  default:
-    break;
-  }
-  if (shift) {
-    c++;
-    if (*c == 'i')
-      c++;
-  }
-  if (*c == 'b' || *c == 'B')
-    c++;
-  if (*c != '\0' || (shift && v > (UINT64_MAX >> shift)))
-    return -EINVAL;
-  *out = v << shift;
-  return 0;
 }
 
 static bool readable(const char *path)
@@ -259,7 +212,7 @@ static int parse(int argc, char **argv, struct run_opts *o, char *rate_buf, size
       break;
     case 'r': {
       uint64_t v;
-      if (parse_rate(optarg, &v)) {
+      if (culpert__bytesize_parse(optarg, &v)) {
         culpert__error("--rate: '%s' is not a byte count (examples: 65536, 4K, 512KiB, 1MB)",
                        optarg);
         return -EINVAL;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bytesize.h"
 #include "internal.h"
 
 struct culpert__config culpert__cfg;
@@ -37,58 +38,6 @@ static void warn(int fd, const char *fmt, ...)
   line[len++] = '\n';
   ssize_t w = write(fd, line, len);
   (void)w;
-}
-
-int culpert__config_parse_size(const char *s, uint64_t *out)
-{
-  uint64_t v = 0;
-  const char *c = s;
-  if (s == NULL || *s < '0' || *s > '9')
-    return -1;
-  for (; *c >= '0' && *c <= '9'; c++) {
-    uint64_t d = (uint64_t)(*c - '0');
-    if (v > (UINT64_MAX - d) / 10)
-      return -1;
-    v = v * 10 + d;
-  }
-  unsigned shift = 0;
-  switch (*c) {
-  case 'k':
-  case 'K':
-    shift = 10;
-    break;
-  case 'm':
-  case 'M':
-    shift = 20;
-    break;
-  case 'g':
-  case 'G':
-    shift = 30;
-    break;
-  case 't':
-  case 'T':
-    shift = 40;
-    break;
-  default:
-    break;
-  }
-  if (shift != 0) {
-    c++;
-    if (*c == 'i' || *c == 'I')
-      c++;
-    else if (*c != '\0' && *c != 'b' && *c != 'B')
-      return -1;
-    if (*c == 'b' || *c == 'B')
-      c++;
-  } else if (*c == 'b' || *c == 'B') {
-    c++;
-  }
-  if (*c != '\0')
-    return -1;
-  if (shift != 0 && v > (UINT64_MAX >> shift))
-    return -1;
-  *out = v << shift;
-  return 0;
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -152,7 +101,7 @@ void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int
   c->stack_depth = CULPERT__DEFAULT_DEPTH;
 
   v = get("CULPERT_SAMPLE_RATE");
-  if (v != NULL && *v != '\0' && culpert__config_parse_size(v, &c->rate) != 0) {
+  if (v != NULL && *v != '\0' && culpert__bytesize_parse(v, &c->rate) != 0) {
     warn(warn_fd, "CULPERT_SAMPLE_RATE=%s is not a byte count; using %u", v, CULPERT__DEFAULT_RATE);
     c->rate = CULPERT__DEFAULT_RATE;
   }

@@ -65,14 +65,6 @@ struct culpert__config {
 typedef const char *(*culpert__getenv_fn)(const char *name);
 
 /*
- * culpert__config_parse_size: parse a byte count such as "524288", "4K",
- * "4k", "512KiB", "1M", "1MB" or "2G" (base 1024, optional trailing "B" or
- * "iB", no spaces). Returns 0 and sets *out, or -1 on malformed input or
- * overflow.
- */
-int culpert__config_parse_size(const char *s, uint64_t *out);
-
-/*
  * culpert__config_load: fill `c` from the environment seen through `get`.
  * Bad values fall back to the default with one warning line written to
  * `warn_fd` (-1: no warnings). Never allocates.

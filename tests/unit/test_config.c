@@ -16,51 +16,6 @@
 
 #include "internal.h"
 
-static void test_config_parse_size(void **state)
-{
-  (void)state;
-  static const struct {
-    const char *in;
-    int ok;
-    uint64_t want;
-  } cases[] = {
-      {"0", 1, 0},
-      {"1", 1, 1},
-      {"524288", 1, 524288},
-      {"4K", 1, 4096},
-      {"4k", 1, 4096},
-      {"4KB", 1, 4096},
-      {"4KiB", 1, 4096},
-      {"512KiB", 1, 524288},
-      {"1M", 1, 1048576},
-      {"1MB", 1, 1048576},
-      {"1MiB", 1, 1048576},
-      {"2G", 1, 2147483648u},
-      {"100B", 1, 100},
-      {"", 0, 0},
-      {"K", 0, 0},
-      {"-1", 0, 0},
-      {"1.5M", 0, 0},
-      {"4 K", 0, 0},
-      {"4X", 0, 0},
-      {"4KX", 0, 0},
-      {"4Ki", 1, 4096},
-      {"99999999999999999999", 0, 0},
-      {"99999999999T", 0, 0},
-      {"0x10", 0, 0},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    uint64_t v = 12345;
-    int rc = culpert__config_parse_size(cases[i].in, &v);
-    if (cases[i].ok) {
-      assert_int_equal(rc, 0);
-      assert_int_equal(v, cases[i].want);
-    } else {
-      assert_int_equal(rc, -1);
-    }
-  }
-}
-
 /* A fake environment: NULL-terminated name/value pairs. */
 static const char *const *fake_env;
 
@@ -229,7 +184,6 @@ static void test_config_output_path(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_config_parse_size),
       cmocka_unit_test(test_config_defaults),
       cmocka_unit_test(test_config_values),
       cmocka_unit_test(test_config_bad_values_warn_and_default),
