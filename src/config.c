@@ -18,28 +18,6 @@
 
 struct culpert__config culpert__cfg;
 
-static void warn(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void warn(int fd, const char *fmt, ...)
-{
-  char line[512];
-  va_list ap;
-  if (fd < 0)
-    return;
-  int n = snprintf(line, sizeof line, "culpert: ");
-  va_start(ap, fmt);
-  int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-  va_end(ap);
-  if (m < 0)
-    return;
-  size_t len = (size_t)n + (size_t)m;
-  if (len > sizeof line - 2)
-    len = sizeof line - 2;
-  line[len++] = '\n';
-  ssize_t w = write(fd, line, len);
-  (void)w;
-}
-
 static int parse_u64(const char *s, uint64_t *out)
 {
   char *end;
@@ -102,7 +80,8 @@ void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int
 
   v = get("CULPERT_SAMPLE_RATE");
   if (v != NULL && *v != '\0' && culpert__bytesize_parse(v, &c->rate) != 0) {
-    warn(warn_fd, "CULPERT_SAMPLE_RATE=%s is not a byte count; using %u", v, CULPERT__DEFAULT_RATE);
+    culpert__say_fd(warn_fd, "CULPERT_SAMPLE_RATE=%s is not a byte count; using %u", v,
+                    CULPERT__DEFAULT_RATE);
     c->rate = CULPERT__DEFAULT_RATE;
   }
   v = get("CULPERT_SEED");
@@ -110,28 +89,28 @@ void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int
     if (parse_u64(v, &c->seed) == 0)
       c->has_seed = 1;
     else
-      warn(warn_fd, "CULPERT_SEED=%s is not a number; using a random seed", v);
+      culpert__say_fd(warn_fd, "CULPERT_SEED=%s is not a number; using a random seed", v);
   }
   v = get("CULPERT_STACK");
   if (v != NULL && *v != '\0') {
     if (strcmp(v, "fp") == 0)
       c->stack_mode = CULPERT__STACK_FP;
     else if (strcmp(v, "libunwind") != 0)
-      warn(warn_fd, "CULPERT_STACK=%s is neither libunwind nor fp; using libunwind", v);
+      culpert__say_fd(warn_fd, "CULPERT_STACK=%s is neither libunwind nor fp; using libunwind", v);
   }
   v = get("CULPERT_SYMBOLS");
   if (v != NULL && *v != '\0') {
     if (strcmp(v, "names") == 0)
       c->names_only = 1;
     else if (strcmp(v, "full") != 0)
-      warn(warn_fd, "CULPERT_SYMBOLS=%s is neither full nor names; using full", v);
+      culpert__say_fd(warn_fd, "CULPERT_SYMBOLS=%s is neither full nor names; using full", v);
   }
   v = get("CULPERT_STACK_DEPTH");
   if (v != NULL && *v != '\0') {
     uint64_t d;
     if (parse_u64(v, &d) != 0 || d == 0)
-      warn(warn_fd, "CULPERT_STACK_DEPTH=%s is not a positive number; using %u", v,
-           CULPERT__DEFAULT_DEPTH);
+      culpert__say_fd(warn_fd, "CULPERT_STACK_DEPTH=%s is not a positive number; using %u", v,
+                      CULPERT__DEFAULT_DEPTH);
     else
       c->stack_depth = d > CULPERT__MAX_DEPTH ? CULPERT__MAX_DEPTH : (uint32_t)d;
   }
@@ -143,7 +122,8 @@ void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int
   c->output = (v != NULL && *v != '\0') ? v : NULL;
   v = get("CULPERT_METADATA");
   if (v != NULL && load_metadata(c, v) > 0)
-    warn(warn_fd, "CULPERT_METADATA: ignoring malformed entries (want key=value,key2=value2)");
+    culpert__say_fd(warn_fd,
+                    "CULPERT_METADATA: ignoring malformed entries (want key=value,key2=value2)");
 }
 
 static int put(char *buf, size_t n, size_t *at, const char *s, size_t len)

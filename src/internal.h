@@ -360,5 +360,7 @@ int culpert__output_write_file(const char *path);
 
 /* culpert__say: write one "culpert: ..." line to stderr (no stdio). */
 void culpert__say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* culpert__say_fd: the same to `fd`; nothing when fd < 0. */
+void culpert__say_fd(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif /* CULPERT_INTERNAL_H */

@@ -39,22 +39,37 @@ static char exe_name[256];
  * writes where it was started. */
 static char start_dir[CULPERT__PATH_MAX];
 
-void culpert__say(const char *fmt, ...)
+static void say_v(int fd, const char *fmt, va_list ap)
 {
   char line[2 * CULPERT__PATH_MAX + 256];
-  va_list ap;
   int n = snprintf(line, sizeof line, "culpert: ");
-  va_start(ap, fmt);
   int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-  va_end(ap);
   if (m < 0)
     return;
   size_t len = (size_t)n + (size_t)m;
   if (len > sizeof line - 2)
     len = sizeof line - 2;
   line[len++] = '\n';
-  ssize_t w = write(STDERR_FILENO, line, len);
+  ssize_t w = write(fd, line, len);
   (void)w;
+}
+
+void culpert__say(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  say_v(STDERR_FILENO, fmt, ap);
+  va_end(ap);
+}
+
+void culpert__say_fd(int fd, const char *fmt, ...)
+{
+  va_list ap;
+  if (fd < 0)
+    return;
+  va_start(ap, fmt);
+  say_v(fd, fmt, ap);
+  va_end(ap);
 }
 
 static int64_t now_nanos(void)
