@@ -1354,8 +1354,14 @@ static int build_model(struct builder *b)
 
 /* ---- entry points ------------------------------------------------------- */
 
-int culpert__profile_load_buffer(const void *data, size_t len, const char *name,
-                                 struct culpert__profile **out, char *err, size_t errlen)
+/*
+ * The loader proper. `*owned`, when not NULL, is a malloc'd copy of `data`
+ * that is freed (and set to NULL) as soon as it has been inflated, so a
+ * gzipped file and its decompressed form are not both held while the model
+ * is built.
+ */
+static int load(const void *data, size_t len, unsigned char **owned, const char *name,
+                struct culpert__profile **out, char *err, size_t errlen)
 {
   unsigned char *inflated = NULL;
   const unsigned char *raw = data;
@@ -1383,6 +1389,10 @@ int culpert__profile_load_buffer(const void *data, size_t len, const char *name,
     if (rc)
       goto out;
     raw = inflated;
+    if (owned) {
+      free(*owned);
+      *owned = NULL;
+    }
     if (rawlen == 0) {
       rc = fail(err, errlen, name, -EINVAL, "gzip data is empty, not a profile");
       goto out;
@@ -1429,6 +1439,12 @@ out:
   return 0;
 }
 
+int culpert__profile_load_buffer(const void *data, size_t len, const char *name,
+                                 struct culpert__profile **out, char *err, size_t errlen)
+{
+  return load(data, len, NULL, name, out, err, errlen);
+}
+
 int culpert__profile_load(const char *path, struct culpert__profile **out, char *err, size_t errlen)
 {
   FILE *f = NULL;
@@ -1454,7 +1470,7 @@ int culpert__profile_load(const char *path, struct culpert__profile **out, char 
     rc = fail(err, errlen, name, rc, "cannot read: %s", strerror(-rc));
     goto out;
   }
-  rc = culpert__profile_load_buffer(buf, len, name, out, err, errlen);
+  rc = load(buf, len, &buf, name, out, err, errlen);
   if (rc == 0 && is_stdin) {
     /* profile->path is what the caller passed. */
     (*out)->path = arena_strdup((*out)->arena_, path);
