@@ -1104,6 +1104,11 @@ static int labels_init(struct labels *t)
     }
   }
   t->sample.fields = t->fields;
+  /* Without an init function protobuf-c initialises the message from the
+   * descriptor it is given, so the decoded Sample names this copy. Were it
+   * to name the generated descriptor, protobuf-c's cleanup after a failed
+   * decode would take the label bytes for Label messages. */
+  t->sample.message_init = NULL;
   return found ? 0 : -1;
 }
 

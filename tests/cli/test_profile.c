@@ -529,6 +529,34 @@ static void test_profile_repeated_labels(void **state)
   }
 }
 
+/* A sample whose decoding fails after one of its labels was read (here a
+ * label field with the varint wire type) is a decoding error, not a crash
+ * (regression: protobuf-c's cleanup took the label bytes for messages). */
+static void test_profile_bad_label_after_good_one(void **state)
+{
+  (void)state;
+  static const uint8_t bad_sample[] = {0x12, 0x06, 0x1a, 0x02, 0x08, 0x01, 0x18, 0x05};
+  struct pbuild b;
+  pb_init(&b);
+  culpert_types(&b);
+  add_sample(&b, 0, NULL, 5, (int64_t[]){0, 1, 0, 0, 1});
+  size_t len;
+  uint8_t *buf = pack(&b, &len);
+  uint8_t *all = malloc(len + sizeof bad_sample);
+  assert_non_null(all);
+  memcpy(all, buf, len);
+  memcpy(all + len, bad_sample, sizeof bad_sample);
+  struct culpert__profile *p = NULL;
+  char err[256] = "";
+  assert_int_equal(
+      culpert__profile_load_buffer(all, len + sizeof bad_sample, "t.pb", &p, err, sizeof err),
+      -EINVAL);
+  assert_null(p);
+  assert_string_equal(err, "t.pb: not a pprof profile (protobuf decoding failed in a sample)");
+  free(all);
+  free(buf);
+}
+
 /* Errors name the file and the problem; out stays NULL. */
 static void test_profile_error_names_file(void **state)
 {
@@ -560,6 +588,7 @@ int main(void)
       cmocka_unit_test(test_profile_comments_split_and_sorted),
       cmocka_unit_test(test_profile_span_labels_by_string),
       cmocka_unit_test(test_profile_repeated_labels),
+      cmocka_unit_test(test_profile_bad_label_after_good_one),
       cmocka_unit_test(test_profile_error_names_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
