@@ -529,6 +529,35 @@ static void test_profile_repeated_labels(void **state)
   }
 }
 
+/* Nothing of one sample leaks into the next (samples are decoded one after
+ * the other into reused memory): a bare sample after a full one has no
+ * frames, no span and only its own values. */
+static void test_profile_bare_sample_after_full_one(void **state)
+{
+  (void)state;
+  struct pbuild b;
+  pb_init(&b);
+  culpert_types(&b);
+  add_location(&b, 1, 0x1000, 0, 0, NULL);
+  Perftools__Profiles__Sample *s =
+      add_sample(&b, 2, (uint64_t[]){1, 1}, 5, (int64_t[]){1, 10, 1, 10, 1});
+  add_label(&b, s, str(&b, "span_name"), str(&b, "parse"), 0);
+  add_label(&b, s, str(&b, "span_id"), 0, 7);
+  add_sample(&b, 0, NULL, 5, (int64_t[]){0, 0, 0, 0, 0});
+  size_t len;
+  uint8_t *buf = pack(&b, &len);
+  struct culpert__profile *p = load(buf, len);
+  assert_int_equal(p->nsamples, 2);
+  assert_int_equal(p->samples[0].nframes, 2);
+  assert_string_equal(p->samples[0].span_name, "parse");
+  assert_int_equal(p->samples[1].nframes, 0);
+  assert_null(p->samples[1].span_name);
+  assert_int_equal(p->samples[1].span_id, 0);
+  assert_int_equal(p->samples[1].bytes, 0);
+  culpert__profile_free(p);
+  free(buf);
+}
+
 /* A sample whose decoding fails after one of its labels was read (here a
  * label field with the varint wire type) is a decoding error, not a crash
  * (regression: protobuf-c's cleanup took the label bytes for messages). */
@@ -589,6 +618,7 @@ int main(void)
       cmocka_unit_test(test_profile_span_labels_by_string),
       cmocka_unit_test(test_profile_repeated_labels),
       cmocka_unit_test(test_profile_bad_label_after_good_one),
+      cmocka_unit_test(test_profile_bare_sample_after_full_one),
       cmocka_unit_test(test_profile_error_names_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
