@@ -2,11 +2,11 @@
 /*
  * livetable.c: which pointers are live sampled allocations.
  *
- * Two parts. The filter is a static 2 MiB byte map read by every free()
- * with one load and a compare; a byte is set only while some live sampled
+ * Two parts. The filter is a static 256 KiB bit map read by every free()
+ * with one load and a bit test; a bit is set only while some live sampled
  * (or bootstrap arena) pointer falls on its 16-byte granule modulo 32 MiB,
  * so almost every free() of an unsampled block costs nothing more.
- * Per-slot counts, touched only on the slow path, say when a byte may be
+ * Per-slot counts, touched only on the slow path, say when a bit may be
  * cleared. Behind the filter, a
  * hash table (linear probing, mmap'd, doubled when half full) maps each live
  * sampled pointer to its record bucket, size and weight.
@@ -21,7 +21,7 @@
 
 #include "internal.h"
 
-_Atomic uint8_t culpert__filter[1u << CULPERT__FILTER_BITS];
+_Atomic uint32_t culpert__filter[(1u << CULPERT__FILTER_BITS) / 32u];
 static _Atomic uint32_t filter_count[1u << CULPERT__FILTER_BITS];
 
 struct entry {
@@ -43,12 +43,13 @@ void culpert__filter_add(const void *p)
 {
   uint32_t s = culpert__filter_slot(p);
   atomic_fetch_add(&filter_count[s], 1);
-  atomic_store(&culpert__filter[s], 1);
+  atomic_fetch_or(&culpert__filter[s / 32u], 1u << (s % 32u));
 }
 
-/* Remove one count from p's slot, clearing the byte at zero. A concurrent
+/* Remove one count from p's slot, clearing its bit at zero. A concurrent
  * culpert__filter_add (bootstrap arena, no lock) may race with the clear:
- * re-checking the count afterwards puts the byte back for it. */
+ * re-checking the count afterwards puts the bit back for it. Bits of other
+ * slots in the same word are untouched (atomic and/or). */
 static void filter_del(const void *p)
 {
   uint32_t s = culpert__filter_slot(p);
@@ -56,9 +57,9 @@ static void filter_del(const void *p)
     return;
   if (atomic_fetch_sub(&filter_count[s], 1) != 1)
     return;
-  atomic_store(&culpert__filter[s], 0);
+  atomic_fetch_and(&culpert__filter[s / 32u], ~(1u << (s % 32u)));
   if (atomic_load(&filter_count[s]) != 0)
-    atomic_store(&culpert__filter[s], 1);
+    atomic_fetch_or(&culpert__filter[s / 32u], 1u << (s % 32u));
 }
 
 static size_t home(uintptr_t p, size_t cap)
