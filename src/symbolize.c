@@ -72,15 +72,50 @@ struct culpert__symbolizer {
 /* ---------------------------------------------------------------------- */
 /* ELF symbol tables from bytes in memory                                  */
 
-static int sym_cmp(const void *a, const void *b)
+/*
+ * Sorts syms[0..n) by address, sized symbols before unsized ones at the
+ * same address (so a lookup lands on the one with a size), keeping the
+ * table order otherwise. A stable partition by sizedness, then a stable
+ * least-significant-digit radix sort on the address, a byte per pass,
+ * skipping bytes all addresses share: a few linear passes where a
+ * comparison sort of libc's ~10 000 functions took about 7 million
+ * instructions at every exit. `tmp` holds n entries.
+ */
+static void sort_syms(struct sym *syms, struct sym *tmp, size_t n)
 {
-  const struct sym *x = a, *y = b;
-  if (x->addr != y->addr)
-    return x->addr < y->addr ? -1 : 1;
-  /* Sized symbols first, so a lookup lands on the one with a size. */
-  if ((x->size == 0) != (y->size == 0))
-    return x->size ? -1 : 1;
-  return 0;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (syms[i].size != 0)
+      tmp[k++] = syms[i];
+  for (size_t i = 0; i < n; i++)
+    if (syms[i].size == 0)
+      tmp[k++] = syms[i];
+  struct sym *from = tmp, *to = syms;
+  uint64_t all_or = 0, all_and = ~(uint64_t)0;
+  for (size_t i = 0; i < n; i++) {
+    all_or |= from[i].addr;
+    all_and &= from[i].addr;
+  }
+  for (unsigned shift = 0; shift < 64; shift += 8) {
+    if ((((all_or ^ all_and) >> shift) & 0xffu) == 0)
+      continue; /* every address has the same byte here */
+    size_t start[256] = {0};
+    for (size_t i = 0; i < n; i++)
+      start[(from[i].addr >> shift) & 0xffu]++;
+    size_t sum = 0;
+    for (unsigned b = 0; b < 256; b++) {
+      size_t c = start[b];
+      start[b] = sum;
+      sum += c;
+    }
+    for (size_t i = 0; i < n; i++)
+      to[start[(from[i].addr >> shift) & 0xffu]++] = from[i];
+    struct sym *t = from;
+    from = to;
+    to = t;
+  }
+  if (from != syms)
+    memcpy(syms, from, n * sizeof *syms);
 }
 
 /* Bounds check: [off, off + len) lies inside a buffer of `size` bytes. */
@@ -138,7 +173,13 @@ static long read_symbols(struct culpert__symtab *t, const unsigned char *base, s
       syms[n].name = name;
       n++;
     }
-    qsort(syms, n, sizeof *syms, sym_cmp);
+    struct sym *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    if (!tmp) {
+      free(syms);
+      return -ENOMEM;
+    }
+    sort_syms(syms, tmp, n);
+    free(tmp);
     free(t->syms);
     t->syms = syms;
     t->nsyms = n;
