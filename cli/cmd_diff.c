@@ -351,6 +351,37 @@ static bool gate_failed(const struct diff *d)
 
 /* ------------------------------------------------------------ shared text */
 
+/* How the text and markdown headers introduce the gate settings. */
+struct gate_labels {
+  const char *gate;    /* tree view: the flat rules still decide the exit */
+  const char *filter;  /* flat view */
+  const char *minimum; /* --min-span-bytes */
+  const char *noise;   /* --noise-sigma */
+};
+
+static const struct gate_labels text_gate_labels = {
+    "  gate:    ", "  filter:  ", "           minimum span total: ", "           noise: "};
+static const struct gate_labels markdown_gate_labels = {
+    "- **gate:** ", "- **filter:** ", "- **minimum span total:** ", "- **noise:** "};
+
+/* The header lines that state the thresholds, the minimum span total and
+ * the noise gate, the same in every format but for their labels. */
+static void put_gate_lines(FILE *f, const struct diff_opts *o, const struct gate_labels *l)
+{
+  char b[CULPERT_FMT_MAX];
+  if (o->tree)
+    fprintf(f, "%schanges ≥ %s AND ≥ %.2f%% (flat rules; they decide the exit status)\n", l->gate,
+            culpert__fmt_bytes(b, o->threshold_bytes), o->threshold_pct);
+  else
+    fprintf(f, "%sshow changes ≥ %s AND ≥ %.2f%%\n", l->filter,
+            culpert__fmt_bytes(b, o->threshold_bytes), o->threshold_pct);
+  if (o->min_span_bytes > 0)
+    fprintf(f, "%s%s in either profile\n", l->minimum, culpert__fmt_bytes(b, o->min_span_bytes));
+  if (o->noise_on)
+    fprintf(f, "%sa change must exceed %.2f standard errors (± is one)\n", l->noise,
+            o->noise_sigma);
+}
+
 static void put_rate_line(FILE *f, const struct diff *d, const char *lead)
 {
   char rb[CULPERT_FMT_MAX], ra[CULPERT_FMT_MAX];
@@ -417,7 +448,6 @@ static const char *se_cell(char buf[CULPERT_FMT_MAX], double se)
 static void put_text_header(FILE *f, const struct diff *d, const char *title)
 {
   const struct diff_opts *o = d->o;
-  char b[CULPERT_FMT_MAX];
   fprintf(f, "%s\n", title);
   for (int side = 0; side < 2; side++) {
     char *label = make_label(d->prof[side]->path, SIZE_MAX / 8);
@@ -431,18 +461,7 @@ static void put_text_header(FILE *f, const struct diff *d, const char *title)
     fputc('\n', f);
   }
   put_rate_line(f, d, "  rate:    ");
-  if (o->tree)
-    fprintf(f, "  gate:    changes ≥ %s AND ≥ %.2f%% (flat rules; they decide the exit status)\n",
-            culpert__fmt_bytes(b, o->threshold_bytes), o->threshold_pct);
-  else
-    fprintf(f, "  filter:  show changes ≥ %s AND ≥ %.2f%%\n",
-            culpert__fmt_bytes(b, o->threshold_bytes), o->threshold_pct);
-  if (o->min_span_bytes > 0)
-    fprintf(f, "           minimum span total: %s in either profile\n",
-            culpert__fmt_bytes(b, o->min_span_bytes));
-  if (o->noise_on)
-    fprintf(f, "           noise: a change must exceed %.2f standard errors (± is one)\n",
-            o->noise_sigma);
+  put_gate_lines(f, o, &text_gate_labels);
 }
 
 /* ------------------------------------------------------------- text flat */
@@ -600,7 +619,6 @@ static void put_md_code(FILE *f, const char *s, bool in_table)
 static void put_md_header(FILE *f, const struct diff *d, const char *title)
 {
   const struct diff_opts *o = d->o;
-  char b[CULPERT_FMT_MAX];
   fprintf(f, "### %s\n\n", title);
   for (int side = 0; side < 2; side++) {
     char *label = make_label(d->prof[side]->path, SIZE_MAX / 8);
@@ -615,18 +633,7 @@ static void put_md_header(FILE *f, const struct diff *d, const char *title)
   put_net_delta(f, d, " ");
   fputc('\n', f);
   put_rate_line(f, d, "- **sample rate:** ");
-  if (o->tree)
-    fprintf(f, "- **gate:** changes ≥ %s AND ≥ %.2f%% (flat rules; they decide the exit status)\n",
-            culpert__fmt_bytes(b, o->threshold_bytes), o->threshold_pct);
-  else
-    fprintf(f, "- **filter:** show changes ≥ %s AND ≥ %.2f%%\n",
-            culpert__fmt_bytes(b, o->threshold_bytes), o->threshold_pct);
-  if (o->min_span_bytes > 0)
-    fprintf(f, "- **minimum span total:** %s in either profile\n",
-            culpert__fmt_bytes(b, o->min_span_bytes));
-  if (o->noise_on)
-    fprintf(f, "- **noise:** a change must exceed %.2f standard errors (± is one)\n",
-            o->noise_sigma);
+  put_gate_lines(f, o, &markdown_gate_labels);
 }
 
 static void put_md_section(FILE *f, const struct diff *d, int section)
