@@ -410,9 +410,9 @@ static CULPERT__NOINLINE int memalign_slow(void **out, size_t align, size_t n)
 /*
  * Cost budget of the unsampled path: allocation = one TLS subtract and a
  * branch, then a tail call to the real function (4 instructions for
- * malloc); free = word index and bit number from the pointer, one 32-bit
- * load from the read-mostly 256 KiB filter, a bit test, a branch, then a
- * tail call (10 instructions, an `asm goto` on x86-64 like malloc's
+ * malloc); free = the filter slot from the pointer (a shift and a mask),
+ * a `bt` of that bit in the read-mostly 256 KiB filter, a branch, then a
+ * tail call (6 instructions, an `asm goto` on x86-64 like malloc's
  * check). No locks, no shared writes. Everything else is out of line.
  */
 _Static_assert(offsetof(struct culpert__thread, countdown) == 0, "countdown leads culpert__tls");
@@ -441,21 +441,18 @@ expired:
 static inline __attribute__((always_inline)) int filter_hit(const void *p)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-  /* culpert__filter_test in asm: the word index (p >> 9) mod 2^16 and the
-   * bit (p >> 4) mod 32, which `bt` takes modulo 32 by itself. */
+  /* culpert__filter_test in asm: the slot (p >> 4) mod 2^21 is the bit
+   * offset of a `bt` on the filter itself, which addresses the bit string
+   * from its first byte (bit s is bit s mod 32 of word s / 32, as in C). */
   _Static_assert(CULPERT__FILTER_SHIFT == 4 && CULPERT__FILTER_BITS == 21, "filter_hit constants");
   __asm__ goto("movq %0, %%rax\n\t"
-               "movl %%eax, %%ecx\n\t"
-               "shrq $9, %%rax\n\t"
-               "andl $0xffff, %%eax\n\t"
-               "leaq culpert__filter(%%rip), %%rdx\n\t"
-               "movl (%%rdx,%%rax,4), %%edx\n\t"
-               "shrl $4, %%ecx\n\t"
-               "btl %%ecx, %%edx\n\t"
+               "shrq $4, %%rax\n\t"
+               "andl $0x1fffff, %%eax\n\t"
+               "btl %%eax, culpert__filter(%%rip)\n\t"
                "jc %l[hit]"
                :
                : "r"(p)
-               : "rax", "rcx", "rdx", "cc", "memory"
+               : "rax", "cc", "memory"
                : hit);
   return 0;
 hit:
