@@ -7,12 +7,12 @@
  * (or bootstrap arena) pointer falls on its 16-byte granule modulo 32 MiB,
  * so almost every free() of an unsampled block costs nothing more.
  * Per-slot counts, touched only on the slow path, say when a bit may be
- * cleared. Behind the filter, a
- * hash table (linear probing, mmap'd, doubled when half full) maps each live
+ * cleared. Behind the filter, a hash table (linear probing, mmap'd,
+ * doubled when half full, split into 64 locked shards) maps each live
  * sampled pointer to its record bucket, size and weight.
  *
  * Runs inside malloc: the table's memory comes from mmap, never from
- * malloc; the lock is taken only on the slow path.
+ * malloc; a shard's lock is taken only on the slow path.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -32,12 +32,37 @@ struct entry {
   double weight;
 };
 
-#define INITIAL_CAPACITY 4096u
+/*
+ * The table is split into shards by pointer hash, each with its own lock,
+ * so threads sampling at high rates rarely meet on the same lock or the
+ * same cache lines (one shard per 64-byte line).
+ */
+#define SHARD_BITS       6u
+#define SHARDS           (1u << SHARD_BITS)
+#define INITIAL_CAPACITY 256u
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct entry *table;
-static size_t capacity; /* power of two, 0 before the first insert */
-static size_t used;
+struct shard {
+  pthread_mutex_t lock;
+  struct entry *table;
+  size_t capacity; /* power of two, 0 before the first insert */
+  size_t used;
+} __attribute__((aligned(64)));
+
+#define SHARD_INIT  {.lock = PTHREAD_MUTEX_INITIALIZER}
+#define SHARD_INIT8 SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT
+_Static_assert(SHARDS == 64, "one initializer per shard");
+static struct shard shards[SHARDS] = {SHARD_INIT8, SHARD_INIT8, SHARD_INIT8, SHARD_INIT8,
+                                      SHARD_INIT8, SHARD_INIT8, SHARD_INIT8, SHARD_INIT8};
+
+static uint64_t mix(uintptr_t p)
+{
+  return (uint64_t)p * UINT64_C(0x9E3779B97F4A7C15);
+}
+
+static struct shard *shard_of(uintptr_t p)
+{
+  return &shards[mix(p) >> (64u - SHARD_BITS)];
+}
 
 void culpert__filter_add(const void *p)
 {
@@ -64,40 +89,40 @@ static void filter_del(const void *p)
 
 static size_t home(uintptr_t p, size_t cap)
 {
-  return (size_t)((p * UINT64_C(0x9E3779B97F4A7C15)) >> 17) & (cap - 1);
+  return (size_t)(mix(p) >> 17) & (cap - 1);
 }
 
-static struct entry *find(uintptr_t p)
+static struct entry *find(const struct shard *sh, uintptr_t p)
 {
-  if (capacity == 0)
+  if (sh->capacity == 0)
     return NULL;
-  for (size_t i = home(p, capacity);; i = (i + 1) & (capacity - 1)) {
-    if (table[i].ptr == p)
-      return &table[i];
-    if (table[i].ptr == 0)
+  for (size_t i = home(p, sh->capacity);; i = (i + 1) & (sh->capacity - 1)) {
+    if (sh->table[i].ptr == p)
+      return &sh->table[i];
+    if (sh->table[i].ptr == 0)
       return NULL;
   }
 }
 
-static int grow(void)
+static int grow(struct shard *sh)
 {
-  size_t ncap = capacity ? capacity * 2 : INITIAL_CAPACITY;
+  size_t ncap = sh->capacity ? sh->capacity * 2 : INITIAL_CAPACITY;
   struct entry *nt =
       mmap(NULL, ncap * sizeof *nt, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (nt == MAP_FAILED)
     return -ENOMEM;
-  for (size_t i = 0; i < capacity; i++) {
-    if (table[i].ptr == 0)
+  for (size_t i = 0; i < sh->capacity; i++) {
+    if (sh->table[i].ptr == 0)
       continue;
-    size_t j = home(table[i].ptr, ncap);
+    size_t j = home(sh->table[i].ptr, ncap);
     while (nt[j].ptr != 0)
       j = (j + 1) & (ncap - 1);
-    nt[j] = table[i];
+    nt[j] = sh->table[i];
   }
-  if (table != NULL)
-    munmap(table, capacity * sizeof *table);
-  table = nt;
-  capacity = ncap;
+  if (sh->table != NULL)
+    munmap(sh->table, sh->capacity * sizeof *sh->table);
+  sh->table = nt;
+  sh->capacity = ncap;
   return 0;
 }
 
@@ -105,32 +130,34 @@ int culpert__live_insert(const void *p, const struct culpert__live *v)
 {
   int rc = 0;
   uintptr_t key = (uintptr_t)p;
-  pthread_mutex_lock(&lock);
-  struct entry *e = find(key);
+  struct shard *sh = shard_of(key);
+  pthread_mutex_lock(&sh->lock);
+  struct entry *e = find(sh, key);
   if (e == NULL) {
-    if ((used + 1) * 2 > capacity && (rc = grow()) != 0)
+    if ((sh->used + 1) * 2 > sh->capacity && (rc = grow(sh)) != 0)
       goto out;
-    size_t i = home(key, capacity);
-    while (table[i].ptr != 0)
-      i = (i + 1) & (capacity - 1);
-    e = &table[i];
+    size_t i = home(key, sh->capacity);
+    while (sh->table[i].ptr != 0)
+      i = (i + 1) & (sh->capacity - 1);
+    e = &sh->table[i];
     e->ptr = key;
-    used++;
+    sh->used++;
     culpert__filter_add(p);
   }
   e->bucket = v->bucket;
   e->size = v->size;
   e->weight = v->weight;
 out:
-  pthread_mutex_unlock(&lock);
+  pthread_mutex_unlock(&sh->lock);
   return rc;
 }
 
 int culpert__live_remove(const void *p, struct culpert__live *v)
 {
   int found = 0;
-  pthread_mutex_lock(&lock);
-  struct entry *e = find((uintptr_t)p);
+  struct shard *sh = shard_of((uintptr_t)p);
+  pthread_mutex_lock(&sh->lock);
+  struct entry *e = find(sh, (uintptr_t)p);
   if (e == NULL)
     goto out;
   v->bucket = e->bucket;
@@ -138,53 +165,65 @@ int culpert__live_remove(const void *p, struct culpert__live *v)
   v->weight = e->weight;
   found = 1;
   /* Backward-shift deletion keeps every probe chain unbroken. */
-  size_t i = (size_t)(e - table);
-  for (size_t j = (i + 1) & (capacity - 1); table[j].ptr != 0; j = (j + 1) & (capacity - 1)) {
-    size_t h = home(table[j].ptr, capacity);
+  struct entry *t = sh->table;
+  size_t mask = sh->capacity - 1;
+  size_t i = (size_t)(e - t);
+  for (size_t j = (i + 1) & mask; t[j].ptr != 0; j = (j + 1) & mask) {
+    size_t h = home(t[j].ptr, sh->capacity);
     /* Move j into the hole at i when its home is not in (i, j]. */
     if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
-      table[i] = table[j];
+      t[i] = t[j];
       i = j;
     }
   }
-  table[i].ptr = 0;
-  used--;
+  t[i].ptr = 0;
+  sh->used--;
   filter_del(p);
 out:
-  pthread_mutex_unlock(&lock);
+  pthread_mutex_unlock(&sh->lock);
   return found;
 }
 
 size_t culpert__live_count(void)
 {
-  pthread_mutex_lock(&lock);
-  size_t n = used;
-  pthread_mutex_unlock(&lock);
+  size_t n = 0;
+  for (unsigned k = 0; k < SHARDS; k++) {
+    pthread_mutex_lock(&shards[k].lock);
+    n += shards[k].used;
+    pthread_mutex_unlock(&shards[k].lock);
+  }
   return n;
 }
 
 void culpert__live_reset(void)
 {
-  for (size_t i = 0; i < capacity; i++) {
-    if (table[i].ptr != 0) {
-      filter_del((const void *)table[i].ptr);
-      table[i].ptr = 0;
+  for (unsigned k = 0; k < SHARDS; k++) {
+    struct shard *sh = &shards[k];
+    for (size_t i = 0; i < sh->capacity; i++) {
+      if (sh->table[i].ptr != 0) {
+        filter_del((const void *)sh->table[i].ptr);
+        sh->table[i].ptr = 0;
+      }
     }
+    sh->used = 0;
   }
-  used = 0;
 }
 
+/* Every shard, always in the same order (fork and snapshots). */
 void culpert__live_lock(void)
 {
-  pthread_mutex_lock(&lock);
+  for (unsigned k = 0; k < SHARDS; k++)
+    pthread_mutex_lock(&shards[k].lock);
 }
 
 void culpert__live_unlock(void)
 {
-  pthread_mutex_unlock(&lock);
+  for (unsigned k = SHARDS; k-- > 0;)
+    pthread_mutex_unlock(&shards[k].lock);
 }
 
 void culpert__live_reinit_lock(void)
 {
-  pthread_mutex_init(&lock, NULL);
+  for (unsigned k = 0; k < SHARDS; k++)
+    pthread_mutex_init(&shards[k].lock, NULL);
 }
