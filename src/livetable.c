@@ -22,7 +22,12 @@
 #include "internal.h"
 
 _Atomic uint32_t culpert__filter[(1u << CULPERT__FILTER_BITS) / 32u];
-static _Atomic uint32_t filter_count[1u << CULPERT__FILTER_BITS];
+/* How many live pointers fall on each slot. A count that reaches
+ * COUNT_STUCK stays there and its bit stays set for good: that costs
+ * false positives on one slot, never a miss, and lets a byte do (2 MiB,
+ * touched a page at a time, instead of 8 MiB of 32-bit counts). */
+#define COUNT_STUCK 255u
+static _Atomic uint8_t filter_count[1u << CULPERT__FILTER_BITS];
 
 struct entry {
   uintptr_t ptr; /* 0 = empty */
@@ -67,20 +72,26 @@ static struct shard *shard_of(uintptr_t p)
 void culpert__filter_add(const void *p)
 {
   uint32_t s = culpert__filter_slot(p);
-  atomic_fetch_add(&filter_count[s], 1);
+  uint8_t c = atomic_load(&filter_count[s]);
+  while (c != COUNT_STUCK && !atomic_compare_exchange_weak(&filter_count[s], &c, (uint8_t)(c + 1)))
+    ;
   atomic_fetch_or(&culpert__filter[s / 32u], 1u << (s % 32u));
 }
 
 /* Remove one count from p's slot, clearing its bit at zero. A concurrent
- * culpert__filter_add (bootstrap arena, no lock) may race with the clear:
- * re-checking the count afterwards puts the bit back for it. Bits of other
- * slots in the same word are untouched (atomic and/or). */
+ * culpert__filter_add (another shard, or the bootstrap arena without any
+ * lock) may race with the clear: re-checking the count afterwards puts the
+ * bit back for it. Bits of other slots in the same word are untouched
+ * (atomic and/or). */
 static void filter_del(const void *p)
 {
   uint32_t s = culpert__filter_slot(p);
-  if (atomic_load(&filter_count[s]) == 0)
-    return;
-  if (atomic_fetch_sub(&filter_count[s], 1) != 1)
+  uint8_t c = atomic_load(&filter_count[s]);
+  do {
+    if (c == 0 || c == COUNT_STUCK)
+      return;
+  } while (!atomic_compare_exchange_weak(&filter_count[s], &c, (uint8_t)(c - 1)));
+  if (c != 1)
     return;
   atomic_fetch_and(&culpert__filter[s / 32u], ~(1u << (s % 32u)));
   if (atomic_load(&filter_count[s]) != 0)

@@ -128,6 +128,33 @@ static void test_livetable_filter_high_bits(void **state)
   assert_int_equal(culpert__live_count(), 0);
 }
 
+/* More live pointers on one slot than its count can hold: the filter keeps
+ * flagging every one of them while it is live (the slot then stays flagged
+ * for good, which only costs false positives), and every one is still
+ * found and forgotten exactly once. A neighbouring slot is unaffected. */
+static void test_livetable_filter_saturated_slot(void **state)
+{
+  (void)state;
+  enum { N = 300 };
+  const uintptr_t base = 0x200000u + 0x4560u;
+  struct culpert__live v = {4, 40, 1.0}, got;
+  for (uintptr_t i = 0; i < N; i++)
+    assert_int_equal(culpert__live_insert((void *)(base + (i << 25)), &v), 0);
+  assert_int_equal(culpert__live_count(), N);
+  for (uintptr_t i = 0; i < N; i++) {
+    assert_true(culpert__filter_test((void *)(base + (i << 25))));
+    assert_true(culpert__live_remove((void *)(base + (i << 25)), &got));
+    assert_false(culpert__live_remove((void *)(base + (i << 25)), &got));
+  }
+  for (uintptr_t i = 0; i < N; i++)
+    assert_false(culpert__live_remove((void *)(base + (i << 25)), &got));
+  assert_int_equal(culpert__live_count(), 0);
+  assert_false(culpert__filter_test((void *)(base + 16)));
+  assert_int_equal(culpert__live_insert((void *)(base + 16), &v), 0);
+  assert_true(culpert__live_remove((void *)(base + 16), &got));
+  assert_false(culpert__filter_test((void *)(base + 16)));
+}
+
 static void test_livetable_reset_forgets(void **state)
 {
   (void)state;
@@ -147,6 +174,7 @@ int main(void)
       cmocka_unit_test(test_livetable_reinsert_updates),
       cmocka_unit_test(test_livetable_filter_false_positives_rare),
       cmocka_unit_test(test_livetable_filter_high_bits),
+      cmocka_unit_test(test_livetable_filter_saturated_slot),
       cmocka_unit_test(test_livetable_reset_forgets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
