@@ -1266,7 +1266,8 @@ int culpert__cmd_diff(int argc, char **argv)
   }
   for (int side = 0; side < 2; side++) {
     err[0] = '\0';
-    if (culpert__profile_load(o.paths[side], &d.prof[side], err, sizeof err) < 0) {
+    static const struct culpert__load_opts lo = {.stacks = CULPERT_STACKS_NONE}; /* spans only */
+    if (culpert__profile_load_with(o.paths[side], &lo, &d.prof[side], err, sizeof err) < 0) {
       culpert__error("%s", err[0] ? err : o.paths[side]);
       goto out;
     }

@@ -211,7 +211,8 @@ int culpert__cmd_info(int argc, char **argv)
     culpert__error("info takes one FILE, got '%s' too", argv[optind + 1]);
     return CULPERT_EXIT_ERROR;
   }
-  if (culpert__profile_load(argv[optind], &p, err, sizeof err)) {
+  static const struct culpert__load_opts lo = {.stacks = CULPERT_STACKS_NONE}; /* no stacks shown */
+  if (culpert__profile_load_with(argv[optind], &lo, &p, err, sizeof err)) {
     culpert__error("%s", err);
     goto out;
   }

@@ -836,7 +836,12 @@ int culpert__cmd_report(int argc, char **argv)
       o.nskips++;
     }
   }
-  if (culpert__profile_load(o.file, &p, err, sizeof err)) {
+  /* The span views never read stacks; the callsite views only those of
+   * the span they show. */
+  struct culpert__load_opts lo = {.stacks = o.view == VIEW_CALLSITES ? CULPERT_STACKS_OF_SPAN
+                                                                     : CULPERT_STACKS_NONE,
+                                  .span = o.span};
+  if (culpert__profile_load_with(o.file, &lo, &p, err, sizeof err)) {
     culpert__error("%s", err);
     goto out;
   }

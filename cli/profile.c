@@ -16,11 +16,14 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <libdeflate.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "profile.pb-c.h"
@@ -56,13 +59,12 @@ struct arena {
   bool over_budget; /* an allocation failed because of the budget */
 };
 
-static void *arena_alloc(struct arena *a, size_t n)
+/* `n` bytes aligned to `align` (a power of two, at most 16). */
+static void *arena_alloc_aligned(struct arena *a, size_t n, size_t align)
 {
-  n = (n + 15u) & ~(size_t)15u;
-  if (n == 0)
-    n = 16;
   struct chunk *c = a->head;
-  if (!c || c->size - c->used < n) {
+  size_t at = c ? (c->used + align - 1) & ~(align - 1) : 0;
+  if (!c || at > c->size || c->size - at < n) {
     size_t size = (size_t)1 << 20;
     if (c && c->size < ((size_t)64 << 20))
       size = c->size * 2;
@@ -84,10 +86,19 @@ static void *arena_alloc(struct arena *a, size_t n)
     c->next = a->head;
     a->head = c;
     a->total += size;
+    at = 0;
   }
-  void *p = c->data + c->used;
-  c->used += n;
+  void *p = c->data + at;
+  c->used = at + n;
   return p;
+}
+
+static void *arena_alloc(struct arena *a, size_t n)
+{
+  n = (n + 15u) & ~(size_t)15u;
+  if (n == 0)
+    n = 16;
+  return arena_alloc_aligned(a, n, 16);
 }
 
 static void arena_free(struct arena *a)
@@ -591,6 +602,9 @@ static int count_fields(const uint8_t *buf, size_t len, struct counts *c)
 
 /* ---- building the model ------------------------------------------------- */
 
+#define MAX_WORKERS            8 /* sample decoding threads at most; a power of two */
+#define MIN_SAMPLES_PER_WORKER 16384
+
 struct builder {
   pb_profile *pb; /* everything but samples and strings, decoded */
   struct culpert__profile *p;
@@ -607,15 +621,10 @@ struct builder {
   size_t nstrings;
   int64_t k_span_name, k_span_id, k_span_parent; /* their string indices, -1 if absent */
   bool one_frame_per_location; /* no inlined frames: frame index = location index */
+  /* Where the top-level field holding sample k * nsamples / MAX_WORKERS
+   * starts (sample_at[0]: the start of buf), from the header walk. */
+  const uint8_t *sample_at[MAX_WORKERS];
 };
-
-static int64_t sat_add(int64_t a, int64_t b)
-{
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r))
-    return b > 0 ? INT64_MAX : INT64_MIN;
-  return r;
-}
 
 static int decode_failed(struct builder *b, const char *where)
 {
@@ -670,10 +679,20 @@ static int decode_header(struct builder *b, const struct counts *c)
   if (!b->strings)
     return nomem(b, b->a);
 
-  const uint8_t *p = b->buf, *end = b->buf + b->buflen;
+  const uint8_t *p = b->buf, *end = b->buf + b->buflen, *at = p;
   struct field f;
-  while (next_field(&p, end, &f) == 1) {
+  size_t seen = 0;
+  unsigned mark = 1;
+  for (unsigned k = 0; k < MAX_WORKERS; k++)
+    b->sample_at[k] = b->buf;
+  for (; next_field(&p, end, &f) == 1; at = p) {
     switch (f.num) {
+    case F_SAMPLE:
+      /* Decoded later; note where each worker's share starts. */
+      while (mark < MAX_WORKERS && seen == mark * c->sample / MAX_WORKERS)
+        b->sample_at[mark++] = at;
+      seen++;
+      break;
     case F_SAMPLE_TYPE:
     case F_PERIOD_TYPE: {
       Perftools__Profiles__ValueType *vt =
@@ -1179,32 +1198,133 @@ static int label_get(struct builder *b, struct labels *t, const ProtobufCBinaryD
   return 0;
 }
 
-/* p->samples[i].frames when some location has inlined frames: each location
- * id expands to its range of frames. */
-static int expand_frames(struct builder *b, const struct idmap *locs, const uint32_t *loc_first,
-                         const uint32_t *loc_count, const pb_sample *s, size_t i)
+/* ---- the samples: one or more workers ----------------------------------- */
+
+/*
+ * The Sample records are decoded by up to MAX_WORKERS workers, each taking
+ * a contiguous run of them (boundaries found by the header walk) with its
+ * own scratch arena, label table and frames arena; the calling thread is
+ * worker 0. Workers share only what is read-only by then (strings,
+ * locations, the model's sample array, each writing its own slots), so the
+ * model does not depend on how many there are. Nor do errors: each worker
+ * stops at the first error in its run and the error of the first failing
+ * worker in file order is reported, which is the first error in the file.
+ * Memory a worker allocates is bounded by construction (below) and charged
+ * against the budgets when all have finished, in the same order whatever
+ * the split. Inlined frames can expand a few bytes into many frames, so
+ * such files are decoded by one worker allocating straight from the
+ * budgeted model arena, as before.
+ */
+/* A 128-bit sum of int64 values: totals are exact sums, clamped once at
+ * the end, so they do not depend on the order of the additions. */
+struct wide {
+  uint64_t lo;
+  int64_t hi;
+};
+
+static void wide_add(struct wide *w, int64_t v)
 {
-  struct culpert__sample *out = &b->p->samples[i];
-  size_t total = 0;
-  for (size_t j = 0; j < s->n_location_id; j++) {
+  uint64_t lo = w->lo + (uint64_t)v;
+  w->hi += (v < 0 ? -1 : 0) + (lo < w->lo);
+  w->lo = lo;
+}
+
+static void wide_merge(struct wide *w, const struct wide *x)
+{
+  uint64_t lo = w->lo + x->lo;
+  w->hi += x->hi + (lo < w->lo);
+  w->lo = lo;
+}
+
+static int64_t wide_clamp(const struct wide *w)
+{
+  if ((w->hi == 0 && w->lo <= (uint64_t)INT64_MAX) || (w->hi == -1 && w->lo > (uint64_t)INT64_MAX))
+    return (int64_t)w->lo;
+  return w->hi < 0 ? INT64_MIN : INT64_MAX;
+}
+
+enum { T_BYTES, T_OBJECTS, T_INUSE_BYTES, T_INUSE_OBJECTS, T_SAMPLES, NTOTALS };
+
+/* What every worker reads; nothing here changes while they run. */
+struct sample_plan {
+  const struct value_index *vi;
+  const struct idmap *locs;
+  const uint32_t *loc_first, *loc_count;
+  enum culpert__stacks stacks;
+  const char *span; /* CULPERT_STACKS_OF_SPAN */
+};
+
+struct worker {
+  struct builder b; /* the loader's, with this worker's error buffer and arenas */
+  const struct sample_plan *plan;
+  const uint8_t *begin, *end; /* top-level fields it walks */
+  size_t first, limit;        /* its samples: first .. limit-1 */
+  size_t done;
+  /* Frames of its samples. Without inlined frames a sample has at most one
+   * frame per location id, and an id takes at least a byte on the wire, so
+   * this holds at most 4 bytes per input byte (checked after the join). */
+  struct arena frames;
+  /* Its distinct labels, decoded (at most one per label on the wire). */
+  struct arena labels;
+  struct wide totals[NTOTALS];
+  int rc;
+  pthread_t thread;
+  bool started;
+};
+
+static const uint32_t no_frames[1];
+
+/* Room for n frames (n <= UINT32_MAX / 2), 4-byte aligned. */
+static uint32_t *alloc_frames(struct builder *b, size_t n)
+{
+  if (n == 0)
+    return (uint32_t *)no_frames; /* never written */
+  return arena_alloc_aligned(b->a, n * sizeof(uint32_t), sizeof(uint32_t));
+}
+
+/*
+ * Check every location id of sample i and count its frames into *total;
+ * the frames themselves are stored by store_frames() if the sample keeps
+ * them.
+ */
+static int check_frames(struct builder *b, const struct sample_plan *pl, const pb_sample *s,
+                        size_t i, size_t *total)
+{
+  size_t n = s->n_location_id, t = 0;
+  if (b->one_frame_per_location && n > UINT32_MAX / 2)
+    return fail(b->err, b->errlen, b->name, -EFBIG, "sample %zu has too many frames", i + 1);
+  for (size_t j = 0; j < n; j++) {
     uint32_t li;
-    if (!idmap_get(locs, s->location_id[j], &li))
+    if (!idmap_get(pl->locs, s->location_id[j], &li))
       return fail(b->err, b->errlen, b->name, -EINVAL,
                   "sample %zu refers to location id %" PRIu64 ", which does not exist", i + 1,
                   s->location_id[j]);
-    total += loc_count[li];
-    if (total > UINT32_MAX / 2)
-      return fail(b->err, b->errlen, b->name, -EFBIG, "sample %zu has too many frames", i + 1);
+    if (!b->one_frame_per_location) {
+      t += pl->loc_count[li];
+      if (t > UINT32_MAX / 2)
+        return fail(b->err, b->errlen, b->name, -EFBIG, "sample %zu has too many frames", i + 1);
+    }
   }
-  uint32_t *frames = arena_alloc(b->a, (total ? total : 1) * sizeof *frames);
+  *total = b->one_frame_per_location ? n : t;
+  return 0;
+}
+
+/* The `total` frames of a sample whose ids check_frames() accepted. */
+static int store_frames(struct builder *b, const struct sample_plan *pl, const pb_sample *s,
+                        size_t total, struct culpert__sample *out)
+{
+  uint32_t *frames = alloc_frames(b, total);
   if (!frames)
     return nomem(b, b->a);
   size_t k = 0;
-  for (size_t j = 0; j < s->n_location_id; j++) {
+  for (size_t j = 0; j < s->n_location_id && total; j++) {
     uint32_t li = 0;
-    idmap_get(locs, s->location_id[j], &li);
-    for (uint32_t m = 0; m < loc_count[li]; m++)
-      frames[k++] = loc_first[li] + m;
+    idmap_get(pl->locs, s->location_id[j], &li);
+    if (b->one_frame_per_location)
+      frames[k++] = li;
+    else
+      for (uint32_t m = 0; m < pl->loc_count[li]; m++)
+        frames[k++] = pl->loc_first[li] + m;
   }
   out->frames = frames;
   out->nframes = (uint32_t)k;
@@ -1212,12 +1332,12 @@ static int expand_frames(struct builder *b, const struct idmap *locs, const uint
 }
 
 /* One decoded Sample into p->samples[i]. */
-static int load_sample(struct builder *b, const struct value_index *vi, const struct idmap *locs,
-                       const uint32_t *loc_first, const uint32_t *loc_count, struct labels *lt,
-                       const pb_sample *s, size_t i)
+static int load_sample(struct worker *w, struct labels *lt, const pb_sample *s, size_t i)
 {
-  struct culpert__profile *p = b->p;
-  struct culpert__sample *out = &p->samples[i];
+  struct builder *b = &w->b;
+  const struct sample_plan *pl = w->plan;
+  struct culpert__sample out = {.frames = no_frames};
+  size_t nframes = 0;
   int rc;
 
   if (s->n_value != b->pb->n_sample_type)
@@ -1225,26 +1345,26 @@ static int load_sample(struct builder *b, const struct value_index *vi, const st
                 "sample %zu has %zu values but the profile has %zu sample types", i + 1, s->n_value,
                 b->pb->n_sample_type);
 
-  if (b->one_frame_per_location) {
-    /* The usual case (no inlined frames): frame index = location index, so
-     * one pass and no per-location tables. */
+  if (b->one_frame_per_location && pl->stacks == CULPERT_STACKS_ALL) {
+    /* The usual case for a full load (no inlined frames): frame index =
+     * location index, checked and stored in one pass. */
     size_t n = s->n_location_id;
     if (n > UINT32_MAX / 2)
       return fail(b->err, b->errlen, b->name, -EFBIG, "sample %zu has too many frames", i + 1);
-    uint32_t *frames = arena_alloc(b->a, (n ? n : 1) * sizeof *frames);
+    uint32_t *frames = alloc_frames(b, n);
     if (!frames)
       return nomem(b, b->a);
     for (size_t j = 0; j < n; j++) {
       uint32_t li;
-      if (!idmap_get(locs, s->location_id[j], &li))
+      if (!idmap_get(pl->locs, s->location_id[j], &li))
         return fail(b->err, b->errlen, b->name, -EINVAL,
                     "sample %zu refers to location id %" PRIu64 ", which does not exist", i + 1,
                     s->location_id[j]);
       frames[j] = li;
     }
-    out->frames = frames;
-    out->nframes = (uint32_t)n;
-  } else if ((rc = expand_frames(b, locs, loc_first, loc_count, s, i)))
+    out.frames = frames;
+    out.nframes = (uint32_t)n;
+  } else if ((rc = check_frames(b, pl, s, i, &nframes)))
     return rc;
 
   /* The label field was decoded as bytes (see struct labels). */
@@ -1258,28 +1378,35 @@ static int load_sample(struct builder *b, const struct value_index *vi, const st
     /* Compare indices first; strcmp only for duplicate key strings. */
     if (l->key == b->k_span_name ||
         (l->key != b->k_span_id && l->key != b->k_span_parent && strcmp(key, "span_name") == 0)) {
-      if (!out->span_name && str[0])
-        out->span_name = str;
+      if (!out.span_name && str[0])
+        out.span_name = str;
     } else if (l->key == b->k_span_id ||
                (l->key != b->k_span_parent && strcmp(key, "span_id") == 0)) {
-      if (!out->span_id)
-        out->span_id = l->num;
+      if (!out.span_id)
+        out.span_id = l->num;
     } else if (l->key == b->k_span_parent || strcmp(key, "span_parent_id") == 0) {
-      if (!out->span_parent_id)
-        out->span_parent_id = l->num;
+      if (!out.span_parent_id)
+        out.span_parent_id = l->num;
     }
   }
 
-  out->bytes = value_at(s, vi->bytes);
-  out->objects = value_at(s, vi->objects);
-  out->inuse_bytes = value_at(s, vi->inuse_bytes);
-  out->inuse_objects = value_at(s, vi->inuse_objects);
-  out->samples = value_at(s, vi->samples);
-  p->total_bytes = sat_add(p->total_bytes, out->bytes);
-  p->total_objects = sat_add(p->total_objects, out->objects);
-  p->total_inuse_bytes = sat_add(p->total_inuse_bytes, out->inuse_bytes);
-  p->total_inuse_objects = sat_add(p->total_inuse_objects, out->inuse_objects);
-  p->total_samples = sat_add(p->total_samples, out->samples);
+  bool keep = pl->stacks == CULPERT_STACKS_OF_SPAN &&
+              (pl->span ? out.span_name && strcmp(out.span_name, pl->span) == 0 : !out.span_name);
+  if ((keep || (pl->stacks == CULPERT_STACKS_ALL && !b->one_frame_per_location)) &&
+      (rc = store_frames(b, pl, s, nframes, &out)))
+    return rc;
+
+  out.bytes = value_at(s, pl->vi->bytes);
+  out.objects = value_at(s, pl->vi->objects);
+  out.inuse_bytes = value_at(s, pl->vi->inuse_bytes);
+  out.inuse_objects = value_at(s, pl->vi->inuse_objects);
+  out.samples = value_at(s, pl->vi->samples);
+  wide_add(&w->totals[T_BYTES], out.bytes);
+  wide_add(&w->totals[T_OBJECTS], out.objects);
+  wide_add(&w->totals[T_INUSE_BYTES], out.inuse_bytes);
+  wide_add(&w->totals[T_INUSE_OBJECTS], out.inuse_objects);
+  wide_add(&w->totals[T_SAMPLES], out.samples);
+  b->p->samples[i] = out;
   return 0;
 }
 
@@ -1300,48 +1427,185 @@ static void arena_reset(struct arena *a)
   a->over_budget = false;
 }
 
-/* Third walk: decode the samples one at a time into a scratch arena. */
-static int load_samples(struct builder *b, const struct value_index *vi, const struct idmap *locs,
-                        const uint32_t *loc_first, const uint32_t *loc_count)
+/* Move every chunk of `from` into `to` (behind its current chunk). */
+static void arena_adopt(struct arena *to, struct arena *from)
 {
-  struct culpert__profile *p = b->p;
+  struct chunk *last = from->head;
+  if (!last)
+    return;
+  while (last->next)
+    last = last->next;
+  if (to->head) {
+    last->next = to->head->next;
+    to->head->next = from->head;
+  } else {
+    to->head = from->head;
+  }
+  to->total += from->total;
+  from->head = NULL;
+  from->total = 0;
+}
+
+/* A worker: decode its samples one at a time into a scratch arena. */
+static void *worker_run(void *arg)
+{
+  struct worker *w = arg;
+  struct builder *b = &w->b;
   struct arena scratch = {0};
   struct labels lt = {0};
-  const uint8_t *q = b->buf, *end = b->buf + b->buflen;
+  const uint8_t *q = w->begin;
   struct field f;
-  size_t i = 0;
-  int rc = 0;
+  size_t i = w->first;
 
-  p->samples = arena_calloc(b->a, b->nsamples ? b->nsamples : 1, sizeof *p->samples);
-  if (!p->samples)
-    return nomem(b, b->a);
-  if (labels_init(&lt))
-    return fail(b->err, b->errlen, b->name, -EINVAL,
-                "internal error: unexpected Sample descriptor");
-  while (next_field(&q, end, &f) == 1) {
+  if (labels_init(&lt)) {
+    w->rc =
+        fail(b->err, b->errlen, b->name, -EINVAL, "internal error: unexpected Sample descriptor");
+    goto out;
+  }
+  while (next_field(&q, w->end, &f) == 1) {
     if (f.num != F_SAMPLE)
       continue;
+    if (i == w->limit) { /* the header walk counted differently: a bug */
+      w->rc = decode_failed(b, "");
+      goto out;
+    }
     arena_reset(&scratch);
     scratch.budget = DECODE_BASE_BYTES + f.len * DECODE_BYTES_PER_INPUT_BYTE;
     if (scratch.budget > CULPERT_DECODE_MAX_BYTES)
       scratch.budget = CULPERT_DECODE_MAX_BYTES;
     pb_sample *s = unpack(&lt.sample, &scratch, &f);
     if (!s) {
-      rc = scratch.over_budget ? nomem(b, &scratch) : decode_failed(b, " in a sample");
+      w->rc = scratch.over_budget ? nomem(b, &scratch) : decode_failed(b, " in a sample");
       goto out;
     }
-    if ((rc = load_sample(b, vi, locs, loc_first, loc_count, &lt, s, i)))
+    if ((w->rc = load_sample(w, &lt, s, i)))
       goto out;
     i++;
   }
-  p->nsamples = i;
+  w->done = i - w->first;
 out:
   arena_free(&scratch);
   labels_free(&lt);
+  return NULL;
+}
+
+/* CPUs this process may run on. */
+static unsigned online_cpus(void)
+{
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    return (unsigned)CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (unsigned)n : 1;
+}
+
+/* How many workers: 1, 2, 4 or 8. */
+static unsigned pick_workers(const struct builder *b, unsigned asked)
+{
+  unsigned n = 1;
+  if (!b->one_frame_per_location)
+    return 1;
+  if (asked) {
+    while (n * 2 <= asked && n < MAX_WORKERS)
+      n *= 2;
+    return n;
+  }
+  unsigned cpus = online_cpus();
+  while (n * 2 <= cpus && n < MAX_WORKERS && b->nsamples / (n * 2) >= MIN_SAMPLES_PER_WORKER)
+    n *= 2;
+  return n;
+}
+
+/* Third walk: the samples, by one or more workers. */
+static int load_samples(struct builder *b, const struct sample_plan *plan, unsigned asked)
+{
+  struct culpert__profile *p = b->p;
+  struct worker *workers = NULL;
+  unsigned nw = pick_workers(b, asked);
+  struct wide totals[NTOTALS] = {{0, 0}};
+  size_t labels_total = 0, frames_total = 0, n = b->nsamples;
+  int rc = 0;
+
+  /* Every slot is written whole by its worker: no need to clear. */
+  if (n > SIZE_MAX / sizeof *p->samples ||
+      !(p->samples = arena_alloc(b->a, (n ? n : 1) * sizeof *p->samples)))
+    return nomem(b, b->a);
+  if (!(workers = calloc(nw, sizeof *workers)))
+    return nomem(b, b->a);
+  for (unsigned k = 0; k < nw; k++) {
+    struct worker *w = &workers[k];
+    unsigned lo = k * (MAX_WORKERS / nw), hi = (k + 1) * (MAX_WORKERS / nw);
+    w->b = *b;
+    w->plan = plan;
+    w->begin = b->sample_at[lo];
+    w->end = hi == MAX_WORKERS ? b->buf + b->buflen : b->sample_at[hi];
+    w->first = k * n / nw;
+    w->limit = (k + 1) * n / nw;
+    w->b.pb_arena = &w->labels;
+    if (b->one_frame_per_location)
+      w->b.a = &w->frames;
+    if (b->err && b->errlen) {
+      if (!(w->b.err = calloc(1, b->errlen))) {
+        rc = nomem(b, b->a);
+        goto out;
+      }
+    }
+  }
+  /* Worker 0 runs here; one that cannot be started runs here after it. */
+  for (unsigned k = 1; k < nw; k++)
+    workers[k].started = pthread_create(&workers[k].thread, NULL, worker_run, &workers[k]) == 0;
+  worker_run(&workers[0]);
+  for (unsigned k = 1; k < nw; k++) {
+    if (workers[k].started)
+      pthread_join(workers[k].thread, NULL);
+    else
+      worker_run(&workers[k]);
+  }
+
+  for (unsigned k = 0; k < nw; k++) {
+    struct worker *w = &workers[k];
+    if (w->rc) {
+      if (b->err && b->errlen)
+        snprintf(b->err, b->errlen, "%s", w->b.err);
+      rc = w->rc;
+      goto out;
+    }
+    p->nsamples += w->done;
+    for (int t = 0; t < NTOTALS; t++)
+      wide_merge(&totals[t], &w->totals[t]);
+    labels_total += w->labels.total;
+    frames_total += w->frames.total;
+  }
+  /* The budgets, charged with what the workers allocated. */
+  if (b->pb_arena->budget && labels_total > b->pb_arena->budget - b->pb_arena->total) {
+    b->pb_arena->over_budget = true;
+    rc = nomem(b, b->pb_arena);
+    goto out;
+  }
+  if (b->a->budget && frames_total > b->a->budget - b->a->total) {
+    b->a->over_budget = true;
+    rc = nomem(b, b->a);
+    goto out;
+  }
+  for (unsigned k = 0; k < nw; k++)
+    arena_adopt(b->a, &workers[k].frames);
+  p->total_bytes = wide_clamp(&totals[T_BYTES]);
+  p->total_objects = wide_clamp(&totals[T_OBJECTS]);
+  p->total_inuse_bytes = wide_clamp(&totals[T_INUSE_BYTES]);
+  p->total_inuse_objects = wide_clamp(&totals[T_INUSE_OBJECTS]);
+  p->total_samples = wide_clamp(&totals[T_SAMPLES]);
+out:
+  for (unsigned k = 0; workers && k < nw; k++) {
+    arena_free(&workers[k].frames);
+    arena_free(&workers[k].labels);
+    if (workers[k].b.err != b->err)
+      free(workers[k].b.err);
+  }
+  free(workers);
   return rc;
 }
 
-static int build_model(struct builder *b)
+static int build_model(struct builder *b, const struct culpert__load_opts *o)
 {
   struct value_index vi = {-1, -1, -1, -1, -1};
   struct idmap locs = {0};
@@ -1354,7 +1618,13 @@ static int build_model(struct builder *b)
       (rc = pick_values(b, &vi)) || (rc = load_comments(b)) ||
       (rc = load_locations(b, &locs, &loc_first, &loc_count)))
     return rc;
-  return load_samples(b, &vi, &locs, loc_first, loc_count);
+  struct sample_plan plan = {.vi = &vi,
+                             .locs = &locs,
+                             .loc_first = loc_first,
+                             .loc_count = loc_count,
+                             .stacks = o->stacks,
+                             .span = o->span};
+  return load_samples(b, &plan, o->threads);
 }
 
 /* ---- entry points ------------------------------------------------------- */
@@ -1366,8 +1636,10 @@ static int build_model(struct builder *b)
  * is built.
  */
 static int load(const void *data, size_t len, unsigned char **owned, const char *name,
-                struct culpert__profile **out, char *err, size_t errlen)
+                const struct culpert__load_opts *opts, struct culpert__profile **out, char *err,
+                size_t errlen)
 {
+  static const struct culpert__load_opts all = {0};
   unsigned char *inflated = NULL;
   const unsigned char *raw = data;
   size_t rawlen = len;
@@ -1429,7 +1701,7 @@ static int load(const void *data, size_t len, unsigned char **owned, const char 
                       .name = name,
                       .err = err,
                       .errlen = errlen};
-  rc = build_model(&b);
+  rc = build_model(&b, opts ? opts : &all);
 out:
   free(inflated);
   arena_free(&pb_arena);
@@ -1444,13 +1716,26 @@ out:
   return 0;
 }
 
+int culpert__profile_load_buffer_with(const void *data, size_t len, const char *name,
+                                      const struct culpert__load_opts *opts,
+                                      struct culpert__profile **out, char *err, size_t errlen)
+{
+  return load(data, len, NULL, name, opts, out, err, errlen);
+}
+
 int culpert__profile_load_buffer(const void *data, size_t len, const char *name,
                                  struct culpert__profile **out, char *err, size_t errlen)
 {
-  return load(data, len, NULL, name, out, err, errlen);
+  return load(data, len, NULL, name, NULL, out, err, errlen);
 }
 
 int culpert__profile_load(const char *path, struct culpert__profile **out, char *err, size_t errlen)
+{
+  return culpert__profile_load_with(path, NULL, out, err, errlen);
+}
+
+int culpert__profile_load_with(const char *path, const struct culpert__load_opts *opts,
+                               struct culpert__profile **out, char *err, size_t errlen)
 {
   FILE *f = NULL;
   unsigned char *buf = NULL;
@@ -1475,7 +1760,7 @@ int culpert__profile_load(const char *path, struct culpert__profile **out, char 
     rc = fail(err, errlen, name, rc, "cannot read: %s", strerror(-rc));
     goto out;
   }
-  rc = load(buf, len, &buf, name, out, err, errlen);
+  rc = load(buf, len, &buf, name, opts, out, err, errlen);
   if (rc == 0 && is_stdin) {
     /* profile->path is what the caller passed. */
     (*out)->path = arena_strdup((*out)->arena_, path);

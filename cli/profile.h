@@ -40,7 +40,7 @@ struct culpert__frame {
 
 struct culpert__sample {
   const uint32_t *frames; /* indices into profile->frames, leaf first */
-  uint32_t nframes;
+  uint32_t nframes;       /* 0 also when the load options dropped the stack */
   const char *span_name;  /* NULL: outside every span ("(no span)") */
   int64_t span_id;        /* 0 when the sample has no span_id label */
   int64_t span_parent_id; /* 0 when absent (a root span) */
@@ -75,7 +75,8 @@ struct culpert__profile {
   char **notes;
   size_t nnotes;
 
-  /* Whole-profile totals over every sample. */
+  /* Whole-profile totals over every sample: exact sums, clamped to the
+   * int64 range. */
   int64_t total_bytes;
   int64_t total_objects;
   int64_t total_inuse_bytes;
@@ -85,19 +86,47 @@ struct culpert__profile {
   void *arena_; /* owned storage; private to profile.c */
 };
 
+/* Which samples keep their stacks (culpert__sample.frames). */
+enum culpert__stacks {
+  CULPERT_STACKS_ALL = 0, /* every sample */
+  CULPERT_STACKS_NONE,    /* none: every sample has nframes 0 */
+  CULPERT_STACKS_OF_SPAN, /* only samples whose span_name is `span` (NULL:
+                           * samples outside every span); others have 0 */
+};
+
+/*
+ * What a command reads from the model, so the loader can skip building the
+ * rest; {0} (or a NULL pointer) loads everything. Validation does not
+ * depend on it: a profile one command rejects, every command rejects with
+ * the same message, and only the stacks differ between the models.
+ */
+struct culpert__load_opts {
+  enum culpert__stacks stacks;
+  const char *span; /* with CULPERT_STACKS_OF_SPAN */
+  /* Threads decoding the samples: 0 picks by profile size and CPUs; 1, 2,
+   * 4 or 8 forces that many (others round down; files with inlined frames
+   * always use one). Model and messages are the same for every count. */
+  unsigned threads;
+};
+
 /*
  * culpert__profile_load: read and validate the profile at `path` ("-" is
  * stdin). On success returns 0 and *out; on failure returns a negative errno
  * and writes a message naming the file and the problem into err (for
- * "culpert: error: <err>").
+ * "culpert: error: <err>"). `opts` may be NULL.
  */
 int culpert__profile_load(const char *path, struct culpert__profile **out, char *err,
                           size_t errlen);
+int culpert__profile_load_with(const char *path, const struct culpert__load_opts *opts,
+                               struct culpert__profile **out, char *err, size_t errlen);
 
 /* culpert__profile_load_buffer: the same from memory; `name` is used in
  * messages and as profile->path. */
 int culpert__profile_load_buffer(const void *data, size_t len, const char *name,
                                  struct culpert__profile **out, char *err, size_t errlen);
+int culpert__profile_load_buffer_with(const void *data, size_t len, const char *name,
+                                      const struct culpert__load_opts *opts,
+                                      struct culpert__profile **out, char *err, size_t errlen);
 
 void culpert__profile_free(struct culpert__profile *p);
 
