@@ -207,10 +207,21 @@ static size_t lower_bound(const struct want *w, size_t n, uint64_t v)
 /* ---------------------------------------------------------------------- */
 /* Line program headers                                                    */
 
+/* A directory or file entry. Its name is either in the header itself
+ * (`name`) or a string of .debug_line_str / .debug_str at `str_off` in
+ * `str_sec`, read only when the file is used: a compressed string section
+ * is then inflated only as far as the strings a profile needs. */
 struct lentry {
   const char *name;
+  const struct culpert__dwarf_section *str_sec;
+  uint64_t str_off;
   uint64_t dir;
 };
+
+static const char *lentry_name(const struct lentry *e)
+{
+  return e->str_sec ? section_str(e->str_sec, e->str_off) : e->name;
+}
 
 struct lhdr {
   int version;
@@ -227,17 +238,19 @@ struct lhdr {
 
 /* Reads one attribute of a DWARF 5 entry format. */
 static int entry_form(struct rd *r, uint64_t form, int offsize, const struct culpert__dwarf *d,
-                      const char **sv, uint64_t *nv)
+                      struct lentry *sv, uint64_t *nv)
 {
   switch (form) {
   case 0x08: /* DW_FORM_string */
-    *sv = rd_cstr(r);
+    sv->name = rd_cstr(r);
     return 0;
   case 0x1f: /* DW_FORM_line_strp */
-    *sv = section_str(&d->line_str, rd_u(r, (size_t)offsize));
+    sv->str_sec = &d->line_str;
+    sv->str_off = rd_u(r, (size_t)offsize);
     return 0;
   case 0x0e: /* DW_FORM_strp */
-    *sv = section_str(&d->str, rd_u(r, (size_t)offsize));
+    sv->str_sec = &d->str;
+    sv->str_off = rd_u(r, (size_t)offsize);
     return 0;
   case 0x0b: /* DW_FORM_data1 */
   case 0x25: /* DW_FORM_strx1 (no string offsets base here: no name) */
@@ -300,16 +313,19 @@ static struct lentry *entries_v5(struct rd *r, int offsize, const struct culpert
   }
   for (uint64_t k = 0; k < n && !r->err; k++) {
     for (unsigned i = 0; i < nformats; i++) {
-      const char *sv = NULL;
+      struct lentry sv = {NULL, NULL, 0, 0};
       uint64_t nv = 0;
       if (entry_form(r, formats[i][1], offsize, d, &sv, &nv)) {
         r->err = 1;
         break;
       }
-      if (formats[i][0] == 1) /* DW_LNCT_path */
-        e[k].name = sv;
-      else if (formats[i][0] == 2) /* DW_LNCT_directory_index */
+      if (formats[i][0] == 1) { /* DW_LNCT_path */
+        e[k].name = sv.name;
+        e[k].str_sec = sv.str_sec;
+        e[k].str_off = sv.str_off;
+      } else if (formats[i][0] == 2) { /* DW_LNCT_directory_index */
         e[k].dir = nv;
+      }
     }
   }
   *count = (size_t)n;
@@ -340,6 +356,8 @@ static struct lentry *entries_v4(struct rd *r, int files, size_t *count)
       cap *= 2;
     }
     e[n].name = name;
+    e[n].str_sec = NULL;
+    e[n].str_off = 0;
     e[n].dir = 0;
     if (files) {
       e[n].dir = rd_uleb(r);
@@ -433,25 +451,28 @@ static const char *lhdr_file(struct lhdr *h, uint64_t idx, struct culpert__pool 
       return NULL;
     idx--;
   }
-  if (idx >= h->nfiles || !h->files[idx].name)
+  if (idx >= h->nfiles)
     return NULL;
   if (h->cache[idx])
     return h->cache[idx];
   const struct lentry *f = &h->files[idx];
+  const char *name = lentry_name(f);
+  if (!name)
+    return NULL;
   uint64_t dnum = f->dir;
   const char *dir = NULL;
   if (h->version >= 5)
-    dir = dnum < h->ndirs ? h->dirs[dnum].name : NULL;
+    dir = dnum < h->ndirs ? lentry_name(&h->dirs[dnum]) : NULL;
   else
     dir = dnum >= 1 && dnum - 1 < h->ndirs ? h->dirs[dnum - 1].name : NULL;
-  size_t len = strlen(f->name) + (dir ? strlen(dir) : 0) + 2;
+  size_t len = strlen(name) + (dir ? strlen(dir) : 0) + 2;
   char *path = malloc(len);
   if (!path)
     return NULL;
-  if (f->name[0] == '/' || !dir || !dir[0])
-    snprintf(path, len, "%s", f->name);
+  if (name[0] == '/' || !dir || !dir[0])
+    snprintf(path, len, "%s", name);
   else
-    snprintf(path, len, "%s/%s", dir, f->name);
+    snprintf(path, len, "%s/%s", dir, name);
   h->cache[idx] = pool_keep(pool, path);
   return h->cache[idx];
 }
@@ -856,12 +877,17 @@ struct cu {
   int has_stmt_list;
 };
 
-enum { V_NONE, V_CONST, V_ADDR, V_STR, V_STRX, V_ADDRX, V_REF, V_SEC, V_RNGX };
+enum { V_NONE, V_CONST, V_ADDR, V_STR, V_STRP, V_STRX, V_ADDRX, V_REF, V_SEC, V_RNGX };
 
+/* An attribute value. A string in a string section (V_STRP: offset `u` in
+ * `sec`) is looked up only by val_str: most attributes read are skipped,
+ * and a compressed string section should be inflated only as far as the
+ * names a profile uses. */
 struct val {
   int kind;
   uint64_t u;
   const char *s;
+  const struct culpert__dwarf_section *sec;
 };
 
 /* Reads one attribute value of form `form`. Returns -1 for a form that
@@ -871,6 +897,7 @@ static int read_val(struct rd *r, uint64_t form, int64_t implicit, const struct 
 {
   v->kind = V_NONE;
   v->s = NULL;
+  v->sec = NULL;
   v->u = 0;
   switch (form) {
   case 0x01: /* addr */
@@ -923,12 +950,14 @@ static int read_val(struct rd *r, uint64_t form, int64_t implicit, const struct 
     v->u = rd_uleb(r);
     break;
   case 0x0e: /* strp */
-    v->kind = V_STR;
-    v->s = section_str(&d->str, rd_u(r, (size_t)cu->offsize));
+    v->kind = V_STRP;
+    v->sec = &d->str;
+    v->u = rd_u(r, (size_t)cu->offsize);
     break;
   case 0x1f: /* line_strp */
-    v->kind = V_STR;
-    v->s = section_str(&d->line_str, rd_u(r, (size_t)cu->offsize));
+    v->kind = V_STRP;
+    v->sec = &d->line_str;
+    v->u = rd_u(r, (size_t)cu->offsize);
     break;
   case 0x10: /* ref_addr */
     v->kind = V_REF;
@@ -1014,6 +1043,8 @@ static const char *val_str(const struct culpert__dwarf *d, const struct cu *cu, 
 {
   if (v->kind == V_STR)
     return v->s;
+  if (v->kind == V_STRP)
+    return section_str(v->sec, v->u);
   if (v->kind != V_STRX || !d->str_offsets.p)
     return NULL;
   uint64_t at = cu->str_offsets_base + v->u * (uint64_t)cu->offsize;
@@ -1066,7 +1097,7 @@ static void rnglist(const struct culpert__dwarf *d, const struct cu *cu, uint64_
   for (int guard = 0; !r.err && guard < 4096; guard++) {
     unsigned kind = (unsigned)rd_u(&r, 1);
     uint64_t a = 0, b = 0;
-    struct val va = {V_ADDRX, 0, NULL}, vb = {V_ADDRX, 0, NULL};
+    struct val va = {V_ADDRX, 0, NULL, NULL}, vb = {V_ADDRX, 0, NULL, NULL};
     switch (kind) {
     case 0: /* end_of_list */
       return;
@@ -1214,7 +1245,7 @@ static int cu_open(const struct culpert__dwarf *d, uint64_t off, struct cu *cu, 
   const struct abbrev *a = abbrev_find(&cu->ab, rd_uleb(&r));
   if (r.err || !a || (a->tag != TAG_COMPILE_UNIT && a->tag != TAG_PARTIAL_UNIT))
     goto bad;
-  struct val low = {V_NONE, 0, NULL}, high = low, ranges = low;
+  struct val low = {V_NONE, 0, NULL, NULL}, high = low, ranges = low;
   for (size_t k = 0; k < a->nspec; k++) {
     const struct aspec *s = &cu->ab.specs[a->spec + k];
     struct val v;
@@ -1394,7 +1425,7 @@ static int walk_unit(const struct culpert__dwarf *d, const struct cu *cu, const 
     const struct abbrev *a = abbrev_find(&cu->ab, code);
     if (!a)
       return 0;
-    struct val low = {V_NONE, 0, NULL}, high = low, ranges = low;
+    struct val low = {V_NONE, 0, NULL, NULL}, high = low, ranges = low;
     uint64_t origin = 0, call_file = 0, call_line = 0;
     for (size_t k = 0; k < a->nspec; k++) {
       const struct aspec *s = &cu->ab.specs[a->spec + k];
@@ -1510,28 +1541,23 @@ static int finish_unit(const struct culpert__dwarf *d, const struct cu *cu, stru
 /* ---------------------------------------------------------------------- */
 /* .debug_aranges                                                          */
 
-struct arange {
-  uint64_t lo;
-  uint64_t hi;
+/* The unit each wanted address falls in according to .debug_aranges. */
+struct arange_hit {
+  uint64_t lo;   /* start of the range that placed it */
   uint64_t unit; /* .debug_info offset of the unit header */
+  int found;
 };
 
-static int arange_cmp(const void *a, const void *b)
-{
-  const struct arange *x = a, *y = b;
-  return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-/* Every address range of .debug_aranges, sorted by start. Returns the
- * number of ranges (0 when the section is absent or unreadable; a bad set
- * only loses its own ranges) or -ENOMEM. */
-static long aranges_read(const struct culpert__dwarf *d, struct arange **out)
+/* Goes once through every address range of .debug_aranges and places each
+ * wanted address (sorted) in the unit of the range that contains it; when
+ * ranges overlap, the one starting last wins. No table of ranges is built
+ * or sorted: a big object has thousands of ranges and a profile a handful
+ * of addresses in it. A bad set only loses its own ranges. */
+static void aranges_place(const struct culpert__dwarf *d, const struct want *w, size_t nw,
+                          struct arange_hit *hit)
 {
   const struct culpert__dwarf_section *sec = &d->aranges;
-  struct arange *v = NULL;
-  size_t n = 0, cap = 0;
   uint64_t off = 0;
-  *out = NULL;
   while (sec->p && off < sec->len) {
     struct rd r = rd_at(sec, off);
     size_t offsize = 4;
@@ -1548,7 +1574,7 @@ static long aranges_read(const struct culpert__dwarf *d, struct arange **out)
     uint64_t unit = rd_u(&r, offsize);
     size_t asize = (size_t)rd_u(&r, 1);
     unsigned ssize = (unsigned)rd_u(&r, 1);
-    if (!r.err && version == 2 && (asize == 8 || asize == 4) && ssize == 0) {
+    if (!r.err && version == 2 && (asize == 8 || asize == 4) && ssize == 0 && unit <= INT64_MAX) {
       /* Tuples start at a multiple of twice the address size. */
       uint64_t at = (uint64_t)(r.p - sec->p) - off;
       rd_skip(&r, (2 * asize - at % (2 * asize)) % (2 * asize));
@@ -1558,42 +1584,16 @@ static long aranges_read(const struct culpert__dwarf *d, struct arange **out)
           break;
         if (size == 0 || lo + size < lo)
           continue;
-        if (n == cap) {
-          cap = cap ? cap * 2 : 256;
-          struct arange *g = realloc(v, cap * sizeof *g);
-          if (!g) {
-            free(v);
-            return -ENOMEM;
-          }
-          v = g;
+        for (size_t i = lower_bound(w, nw, lo); i < nw && w[i].vaddr < lo + size; i++) {
+          if (!hit[i].found || lo >= hit[i].lo)
+            hit[i] = (struct arange_hit){lo, unit, 1};
         }
-        v[n++] = (struct arange){lo, lo + size, unit};
       }
     }
     if (next <= off)
       break;
     off = next;
   }
-  if (n)
-    qsort(v, n, sizeof *v, arange_cmp);
-  *out = v;
-  return (long)n;
-}
-
-/* The unit whose arange contains vaddr, or -1. */
-static int64_t aranges_find(const struct arange *v, size_t n, uint64_t vaddr)
-{
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (v[mid].lo <= vaddr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo == 0 || vaddr >= v[lo - 1].hi || v[lo - 1].unit > INT64_MAX)
-    return -1;
-  return (int64_t)v[lo - 1].unit;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1608,22 +1608,20 @@ static int64_t aranges_find(const struct arange *v, size_t n, uint64_t vaddr)
 static int units_wanted(const struct culpert__dwarf *d, const struct want *w, size_t nw,
                         struct offsets *units)
 {
-  struct arange *ar = NULL;
+  struct arange_hit *hit = NULL;
   struct want *left = NULL;
   size_t nleft = 0;
   int rc = 0;
-  long nar = aranges_read(d, &ar);
-  if (nar < 0)
-    return (int)nar;
+  hit = calloc(nw, sizeof *hit);
   left = malloc(nw * sizeof *left);
-  if (!left) {
+  if (!hit || !left) {
     rc = -ENOMEM;
     goto out;
   }
+  aranges_place(d, w, nw, hit);
   for (size_t i = 0; i < nw && rc == 0; i++) {
-    int64_t unit = aranges_find(ar, (size_t)nar, w[i].vaddr);
-    if (unit >= 0)
-      rc = offsets_add(units, (uint64_t)unit);
+    if (hit[i].found)
+      rc = offsets_add(units, hit[i].unit);
     else
       left[nleft++] = w[i];
   }
@@ -1648,7 +1646,7 @@ static int units_wanted(const struct culpert__dwarf *d, const struct want *w, si
   offsets_sort(units);
 
 out:
-  free(ar);
+  free(hit);
   free(left);
   return rc;
 }

@@ -640,10 +640,36 @@ struct section {
   const unsigned char *p;
   size_t len;
   unsigned char *owned; /* the buffer of a compressed section */
+  int owned_mapped;     /* `owned` is an anonymous mapping, not from calloc */
   z_stream z;
   int z_open;  /* z holds a stream that may still produce bytes */
   size_t have; /* bytes of `owned` inflated so far */
 };
+
+/* From this size on a section buffer is mapped rather than calloc'd. */
+#define MAP_FROM (64u * 1024u)
+
+/* A zero-filled buffer of `len` bytes. A big one is an anonymous mapping:
+ * the kernel zero-fills its pages as they are first touched, while calloc
+ * clears the whole buffer whenever the heap serves it (which happens to
+ * sections of a few MiB once the program has freed blocks that size and
+ * glibc raised its mmap threshold): megabytes written for nothing. */
+static unsigned char *zeroed(size_t len, int *mapped)
+{
+  *mapped = len >= MAP_FROM;
+  if (!*mapped)
+    return calloc(1, len);
+  void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return m == MAP_FAILED ? NULL : m;
+}
+
+static void zeroed_free(unsigned char *p, size_t len, int mapped)
+{
+  if (p && mapped)
+    munmap(p, len);
+  else
+    free(p);
+}
 
 /* Inflate at least this much more per call, to keep calls few. */
 #define FILL_STEP (64u * 1024u)
@@ -673,8 +699,52 @@ static void section_free(struct section *sec)
 {
   if (sec->z_open)
     inflateEnd(&sec->z);
-  free(sec->owned);
+  zeroed_free(sec->owned, sec->len, sec->owned_mapped);
   memset(sec, 0, sizeof *sec);
+}
+
+/* The header of section `name` when its bytes lie inside the image, else
+ * NULL. Reads only the section table. */
+static const Elf64_Shdr *elf_find_section(const unsigned char *base, size_t size, const char *name)
+{
+  const Elf64_Ehdr *eh = (const void *)base;
+  if (!base || size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+      !in_bounds(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr), size) ||
+      eh->e_shoff % _Alignof(Elf64_Shdr) != 0 || eh->e_shstrndx >= eh->e_shnum)
+    return NULL;
+  const Elf64_Shdr *sh = (const void *)(base + eh->e_shoff);
+  const Elf64_Shdr *names = &sh[eh->e_shstrndx];
+  if (!in_bounds(names->sh_offset, names->sh_size, size))
+    return NULL;
+  const char *strs = (const char *)base + names->sh_offset;
+  size_t nlen = strlen(name);
+  for (size_t i = 0; i < eh->e_shnum; i++) {
+    if (sh[i].sh_name >= names->sh_size || names->sh_size - sh[i].sh_name < nlen + 1 ||
+        memcmp(strs + sh[i].sh_name, name, nlen + 1) != 0)
+      continue;
+    if (sh[i].sh_type == SHT_NOBITS || !in_bounds(sh[i].sh_offset, sh[i].sh_size, size))
+      return NULL;
+    return &sh[i];
+  }
+  return NULL;
+}
+
+/* The compression header of a compressed section and where its raw
+ * deflate data starts, or NULL when it is not a zlib stream we accept:
+ * the header, then 2 zlib header bytes (deflate, no preset dictionary). */
+static const unsigned char *elf_zstream(const unsigned char *base, const Elf64_Shdr *sh,
+                                        Elf64_Chdr *ch)
+{
+  const unsigned char *data = base + sh->sh_offset;
+  if (sh->sh_size < sizeof *ch + 2)
+    return NULL;
+  memcpy(ch, data, sizeof *ch);
+  const unsigned char *zs = data + sizeof *ch;
+  if (ch->ch_type != ELFCOMPRESS_ZLIB || ch->ch_size == 0 || ch->ch_size > SECTION_MAX ||
+      (zs[0] & 0x0f) != 8 || (zs[1] & 0x20) != 0 || ((unsigned)zs[0] << 8 | zs[1]) % 31 != 0)
+    return NULL;
+  return zs + 2;
 }
 
 /* Finds section `name` in the ELF image. An uncompressed one is used in
@@ -685,69 +755,46 @@ static int elf_section(const unsigned char *base, size_t size, const char *name,
                        struct section *sec, int piecewise)
 {
   memset(sec, 0, sizeof *sec);
-  const Elf64_Ehdr *eh = (const void *)base;
-  if (!base || size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
-      eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
-      !in_bounds(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr), size) ||
-      eh->e_shoff % _Alignof(Elf64_Shdr) != 0 || eh->e_shstrndx >= eh->e_shnum)
+  const Elf64_Shdr *sh = elf_find_section(base, size, name);
+  if (!sh)
     return 0;
-  const Elf64_Shdr *sh = (const void *)(base + eh->e_shoff);
-  const Elf64_Shdr *names = &sh[eh->e_shstrndx];
-  if (!in_bounds(names->sh_offset, names->sh_size, size))
-    return 0;
-  const char *strs = (const char *)base + names->sh_offset;
-  size_t nlen = strlen(name);
-  for (size_t i = 0; i < eh->e_shnum; i++) {
-    if (sh[i].sh_name >= names->sh_size || names->sh_size - sh[i].sh_name < nlen + 1 ||
-        memcmp(strs + sh[i].sh_name, name, nlen + 1) != 0)
-      continue;
-    if (sh[i].sh_type == SHT_NOBITS || !in_bounds(sh[i].sh_offset, sh[i].sh_size, size))
-      return 0;
-    const unsigned char *data = base + sh[i].sh_offset;
-    if (!(sh[i].sh_flags & SHF_COMPRESSED)) {
-      sec->p = data;
-      sec->len = sh[i].sh_size;
-      return 0;
-    }
-    Elf64_Chdr ch;
-    /* The compression header, then a zlib stream: 2 header bytes (deflate,
-     * no preset dictionary) before the raw deflate data. */
-    if (sh[i].sh_size < sizeof ch + 2)
-      return 0;
-    memcpy(&ch, data, sizeof ch);
-    const unsigned char *zs = data + sizeof ch;
-    if (ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size == 0 || ch.ch_size > SECTION_MAX ||
-        (zs[0] & 0x0f) != 8 || (zs[1] & 0x20) != 0 || ((unsigned)zs[0] << 8 | zs[1]) % 31 != 0)
-      return 0;
-    sec->owned = calloc(1, ch.ch_size);
-    if (!sec->owned)
-      return -ENOMEM;
-    if (inflateInit2(&sec->z, -15) != Z_OK) {
-      free(sec->owned);
-      sec->owned = NULL;
-      return 0;
-    }
-    sec->z_open = 1;
-    sec->z.next_in = (Bytef *)(uintptr_t)(zs + 2);
-    sec->z.avail_in = (uInt)(sh[i].sh_size - sizeof ch - 2);
-    sec->lazy.fill = section_fill;
-    sec->lazy.piecewise = piecewise;
-    sec->p = sec->owned;
-    sec->len = ch.ch_size;
+  if (!(sh->sh_flags & SHF_COMPRESSED)) {
+    sec->p = base + sh->sh_offset;
+    sec->len = sh->sh_size;
     return 0;
   }
+  Elf64_Chdr ch;
+  const unsigned char *raw = elf_zstream(base, sh, &ch);
+  if (!raw)
+    return 0;
+  sec->owned = zeroed(ch.ch_size, &sec->owned_mapped);
+  if (!sec->owned)
+    return -ENOMEM;
+  sec->len = ch.ch_size;
+  if (inflateInit2(&sec->z, -15) != Z_OK) {
+    section_free(sec);
+    return 0;
+  }
+  sec->z_open = 1;
+  sec->z.next_in = (Bytef *)(uintptr_t)raw;
+  sec->z.avail_in = (uInt)(sh->sh_size - (uint64_t)(raw - (base + sh->sh_offset)));
+  sec->lazy.fill = section_fill;
+  sec->lazy.piecewise = piecewise;
+  sec->p = sec->owned;
   return 0;
 }
 
 /* Whether the image has a section `name` of some bytes; reads only the
- * section table (never inflates). */
+ * section table and compression header (never allocates or inflates). */
 static int elf_has_section(const unsigned char *base, size_t size, const char *name)
 {
-  struct section sec;
-  int rc = elf_section(base, size, name, &sec, 0);
-  int has = rc == 0 && sec.p != NULL && sec.len > 0;
-  section_free(&sec);
-  return has;
+  const Elf64_Shdr *sh = elf_find_section(base, size, name);
+  if (!sh)
+    return 0;
+  if (!(sh->sh_flags & SHF_COMPRESSED))
+    return sh->sh_size > 0;
+  Elf64_Chdr ch;
+  return elf_zstream(base, sh, &ch) != NULL;
 }
 
 static int has_debug_line(const struct culpert__symtab *t)
