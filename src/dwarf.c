@@ -67,6 +67,20 @@ static uint64_t rd_u(struct rd *r, size_t n)
     r->err = 1;
     return 0;
   }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  /* The common sizes as single loads (address tables are read whole). */
+  if (n == 8) {
+    memcpy(&v, r->p, 8);
+    r->p += 8;
+    return v;
+  }
+  if (n == 4) {
+    uint32_t x;
+    memcpy(&x, r->p, 4);
+    r->p += 4;
+    return x;
+  }
+#endif
   for (size_t i = 0; i < n; i++)
     v |= (uint64_t)r->p[i] << (8 * i);
   r->p += n;

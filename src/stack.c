@@ -46,15 +46,21 @@ struct range {
 static struct range skip[2];
 
 struct find_text {
-  uintptr_t base;
+  uintptr_t addr;
   struct range *out;
 };
 
 static int find_text_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
   struct find_text *f = data;
+  int mine = 0;
   (void)size;
-  if (info->dlpi_addr != f->base)
+  for (int i = 0; i < info->dlpi_phnum && !mine; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    mine = ph->p_type == PT_LOAD && f->addr >= lo && f->addr - lo < ph->p_memsz;
+  }
+  if (!mine)
     return 0;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -70,16 +76,13 @@ static int find_text_cb(struct dl_phdr_info *info, size_t size, void *data)
   return 1;
 }
 
-/* The executable text of the object that contains `addr`. */
+/* The executable text of the loaded object with a segment holding `addr`.
+ * Found from the program headers alone: dladdr() would also search the
+ * object's symbols for the nearest one, which costs more than everything
+ * else stack_init does. */
 static void text_range(const void *addr, struct range *out)
 {
-  Dl_info info;
-  if (dladdr(addr, &info) == 0)
-    return;
-  struct find_text f = {(uintptr_t)info.dli_fbase, out};
-  /* dlpi_addr is the load bias; dli_fbase the mapping start. For a shared
-   * object whose first segment has p_vaddr 0 (every DSO ld builds) they
-   * are equal; the executable case only matters in unit tests. */
+  struct find_text f = {(uintptr_t)addr, out};
   dl_iterate_phdr(find_text_cb, &f);
 }
 

@@ -671,8 +671,11 @@ static void zeroed_free(unsigned char *p, size_t len, int mapped)
     free(p);
 }
 
-/* Inflate at least this much more per call, to keep calls few. */
-#define FILL_STEP (64u * 1024u)
+/* Inflate at least this much more per call: enough to keep calls few on
+ * a sequential read, little enough that a reader asking for one string or
+ * unit header does not inflate tens of KiB it never looks at (with 64 KiB
+ * the exit of a short run inflated twice the bytes it read). */
+#define FILL_STEP (4u * 1024u)
 
 static size_t section_fill(struct culpert__dwarf_lazy *lazy, size_t upto)
 {
