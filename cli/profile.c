@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <libdeflate.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -132,9 +133,20 @@ static char *arena_strdup(struct arena *a, const char *s)
   return p;
 }
 
+/* protobuf-c's allocator: several calls per Sample, so the common case
+ * (room in the current chunk) is inline. The arenas it allocates from hold
+ * only multiples of 16 bytes, so c->used stays aligned. */
 static void *pb_alloc(void *data, size_t size)
 {
-  return arena_alloc(data, size);
+  struct arena *a = data;
+  struct chunk *c = a->head;
+  size_t n = (size + 15u) & ~(size_t)15u;
+  if (c && n && n >= size && c->size - c->used >= n) {
+    void *p = c->data + c->used;
+    c->used += n;
+    return p;
+  }
+  return arena_alloc(a, size);
 }
 
 static void pb_free(void *data, void *ptr)
@@ -212,9 +224,32 @@ out:
   return 0;
 }
 
+#define PREFAULT_MIN_BYTES ((size_t)16 << 20)
+
 static bool is_gzip(const unsigned char *data, size_t len)
 {
   return len >= 2 && data[0] == 0x1f && data[1] == 0x8b;
+}
+
+static unsigned online_cpus(void);
+
+/* Pages of a buffer to map ahead of the thread that fills it. */
+struct prefault {
+  unsigned char *buf;
+  size_t len;
+};
+
+static void *prefault_run(void *arg)
+{
+  const struct prefault *pf = arg;
+  long page = sysconf(_SC_PAGESIZE);
+  if (page > 0 && !(page & (page - 1))) {
+    uintptr_t mask = (uintptr_t)page - 1;
+    uintptr_t lo = ((uintptr_t)pf->buf + mask) & ~mask, hi = ((uintptr_t)pf->buf + pf->len) & ~mask;
+    if (hi > lo)
+      madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE); /* advice: failure is harmless */
+  }
+  return NULL;
 }
 
 /*
@@ -245,9 +280,18 @@ static int gunzip_whole(const unsigned char *in, size_t inlen, size_t cap, unsig
     rc = -ENOMEM;
     goto out;
   }
-  if (libdeflate_gzip_decompress_ex(d, in, inlen, buf, isize, &used_in, &used_out) ==
-          LIBDEFLATE_SUCCESS &&
-      used_in == inlen && used_out == isize) {
+  /* A big output buffer is mapped by another thread while this one
+   * inflates, so the page faults are not on the inflating thread's path;
+   * at most 16 bytes per input byte, as ISIZE may lie. */
+  struct prefault pf = {buf, isize / 16 > inlen ? inlen * 16 : isize};
+  pthread_t helper;
+  bool helping = isize >= PREFAULT_MIN_BYTES && online_cpus() > 1 &&
+                 pthread_create(&helper, NULL, prefault_run, &pf) == 0;
+  enum libdeflate_result r =
+      libdeflate_gzip_decompress_ex(d, in, inlen, buf, isize, &used_in, &used_out);
+  if (helping)
+    pthread_join(helper, NULL);
+  if (r == LIBDEFLATE_SUCCESS && used_in == inlen && used_out == isize) {
     *out = buf;
     *outlen = used_out;
     buf = NULL;
@@ -467,6 +511,10 @@ struct field {
 
 static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
+  if (*p != end && !(**p & 0x80)) { /* one byte: tags, most lengths */
+    *v = *(*p)++;
+    return true;
+  }
   uint64_t r = 0;
   for (unsigned shift = 0; shift < 64; shift += 7) {
     if (*p == end)
@@ -614,6 +662,7 @@ struct builder {
   size_t buflen;
   size_t nsamples; /* Sample fields in buf */
   bool gzipped;
+  bool release_input; /* buf is the loader's own: decoded samples may go */
   const char *name;
   char *err;
   size_t errlen;
@@ -1131,12 +1180,27 @@ static int labels_init(struct labels *t)
   return found ? 0 : -1;
 }
 
+/* Labels are a few bytes: hash them a word at a time. */
 static uint64_t bytes_hash(const uint8_t *p, size_t n)
 {
-  uint64_t h = 0xcbf29ce484222325ULL ^ n;
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ p[i]) * 0x100000001b3ULL;
-  return mix64(h);
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    h = mix64(h ^ w);
+  }
+  if (n) {
+    /* 1..7 bytes: two overlapping loads instead of a byte loop. */
+    uint32_t x = 0, y = 0;
+    if (n >= 4) {
+      memcpy(&x, p, 4);
+      memcpy(&y, p + n - 4, 4);
+    } else {
+      x = (uint32_t)p[0] | (uint32_t)p[n / 2] << 8 | (uint32_t)p[n - 1] << 16;
+    }
+    h = mix64(h ^ x ^ (uint64_t)y << 32 ^ (uint64_t)n << 59);
+  }
+  return h;
 }
 
 static int labels_grow(struct labels *t)
@@ -1293,6 +1357,16 @@ static int check_frames(struct builder *b, const struct sample_plan *pl, const p
   size_t n = s->n_location_id, t = 0;
   if (b->one_frame_per_location && n > UINT32_MAX / 2)
     return fail(b->err, b->errlen, b->name, -EFBIG, "sample %zu has too many frames", i + 1);
+  if (b->one_frame_per_location && pl->locs->dense) {
+    /* Ids 1..dense: a range check per id, no lookups (the common file). */
+    uint64_t dense = pl->locs->dense, bad = 0;
+    for (size_t j = 0; j < n; j++)
+      bad |= s->location_id[j] - 1 >= dense;
+    if (!bad) {
+      *total = n;
+      return 0;
+    }
+  }
   for (size_t j = 0; j < n; j++) {
     uint32_t li;
     if (!idmap_get(pl->locs, s->location_id[j], &li))
@@ -1354,7 +1428,17 @@ static int load_sample(struct worker *w, struct labels *lt, const pb_sample *s, 
     uint32_t *frames = alloc_frames(b, n);
     if (!frames)
       return nomem(b, b->a);
-    for (size_t j = 0; j < n; j++) {
+    uint64_t bad = 1;
+    if (pl->locs->dense) {
+      uint64_t dense = pl->locs->dense;
+      bad = 0;
+      for (size_t j = 0; j < n; j++) {
+        uint64_t li = s->location_id[j] - 1;
+        bad |= li >= dense;
+        frames[j] = (uint32_t)li;
+      }
+    }
+    for (size_t j = 0; bad && j < n; j++) {
       uint32_t li;
       if (!idmap_get(pl->locs, s->location_id[j], &li))
         return fail(b->err, b->errlen, b->name, -EINVAL,
@@ -1446,6 +1530,27 @@ static void arena_adopt(struct arena *to, struct arena *from)
   from->total = 0;
 }
 
+/*
+ * Give the pages of buf[*from, to) back to the system: the input is the
+ * loader's own copy and nothing reads decoded samples again, so the model
+ * can grow while the input shrinks (peak memory is about the larger of the
+ * two, not their sum). Only whole pages inside the range go; the rest is
+ * freed with the buffer.
+ */
+#define RELEASE_STEP ((size_t)8 << 20)
+static void release_input(const uint8_t **from, const uint8_t *to)
+{
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0 || (page & (page - 1)))
+    return;
+  uintptr_t mask = (uintptr_t)page - 1;
+  uintptr_t lo = ((uintptr_t)*from + mask) & ~mask, hi = (uintptr_t)to & ~mask;
+  if (hi > lo) {
+    madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advice: failure is harmless */
+    *from = (const uint8_t *)hi;
+  }
+}
+
 /* A worker: decode its samples one at a time into a scratch arena. */
 static void *worker_run(void *arg)
 {
@@ -1453,7 +1558,7 @@ static void *worker_run(void *arg)
   struct builder *b = &w->b;
   struct arena scratch = {0};
   struct labels lt = {0};
-  const uint8_t *q = w->begin;
+  const uint8_t *q = w->begin, *kept = w->begin;
   struct field f;
   size_t i = w->first;
 
@@ -1481,6 +1586,8 @@ static void *worker_run(void *arg)
     if ((w->rc = load_sample(w, &lt, s, i)))
       goto out;
     i++;
+    if (b->release_input && (size_t)(q - kept) >= RELEASE_STEP)
+      release_input(&kept, q);
   }
   w->done = i - w->first;
 out:
@@ -1698,6 +1805,7 @@ static int load(const void *data, size_t len, unsigned char **owned, const char 
                       .buf = raw,
                       .buflen = rawlen,
                       .gzipped = gzipped,
+                      .release_input = gzipped || owned,
                       .name = name,
                       .err = err,
                       .errlen = errlen};
