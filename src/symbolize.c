@@ -159,6 +159,9 @@ static long read_symbols(struct culpert__symtab *t, const unsigned char *base, s
     struct sym *syms = malloc((nes ? nes : 1) * sizeof *syms);
     if (!syms)
       return -ENOMEM;
+    /* A string table that ends in a NUL (every linker writes one so)
+     * terminates every name in it: no search per symbol. */
+    int terminated = strsz > 0 && strs[strsz - 1] == '\0';
     size_t n = 0;
     for (size_t k = 0; k < nes; k++) {
       unsigned st = ELF64_ST_TYPE(es[k].st_info);
@@ -166,7 +169,7 @@ static long read_symbols(struct culpert__symtab *t, const unsigned char *base, s
           es[k].st_value == 0 || es[k].st_name == 0 || es[k].st_name >= strsz)
         continue;
       const char *name = strs + es[k].st_name;
-      if (!memchr(name, '\0', strsz - es[k].st_name))
+      if (!terminated && !memchr(name, '\0', strsz - es[k].st_name))
         continue;
       syms[n].addr = es[k].st_value;
       syms[n].size = es[k].st_size;
@@ -201,7 +204,8 @@ static int read_best_symbols(struct culpert__symtab *t, const unsigned char *bas
   return n < 0 ? (int)n : 0;
 }
 
-int culpert__symtab_load(const char *path, struct culpert__symtab **out)
+/* Maps the file at `path` without reading any symbol table yet. */
+static int symtab_map(const char *path, struct culpert__symtab **out)
 {
   struct culpert__symtab *t = NULL;
   struct stat st;
@@ -232,9 +236,6 @@ int culpert__symtab_load(const char *path, struct culpert__symtab **out)
     rc = -errno;
     goto out;
   }
-  rc = read_best_symbols(t, t->map, t->maplen);
-  if (rc == 0 && t->nsyms == 0 && read_symbols(t, t->map, t->maplen, SHT_SYMTAB) == -ENOEXEC)
-    rc = -ENOEXEC;
 
 out:
   if (fd >= 0)
@@ -245,6 +246,44 @@ out:
   }
   *out = t;
   return rc;
+}
+
+/* Reads the symbols of a mapped file: .symtab, else .dynsym. */
+static int symtab_read(struct culpert__symtab *t)
+{
+  int rc = read_best_symbols(t, t->map, t->maplen);
+  if (rc == 0 && t->nsyms == 0 && read_symbols(t, t->map, t->maplen, SHT_SYMTAB) == -ENOEXEC)
+    rc = -ENOEXEC;
+  return rc;
+}
+
+int culpert__symtab_load(const char *path, struct culpert__symtab **out)
+{
+  int rc = symtab_map(path, out);
+  if (rc == 0) {
+    rc = symtab_read(*out);
+    if (rc != 0) {
+      culpert__symtab_free(*out);
+      *out = NULL;
+    }
+  }
+  return rc;
+}
+
+/* Whether the mapped file has a section of type `type` (section table only). */
+static int has_section_type(const struct culpert__symtab *t, uint32_t type)
+{
+  const Elf64_Ehdr *eh = t->map;
+  if (t->maplen < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+      !in_bounds(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr), t->maplen) ||
+      eh->e_shoff % _Alignof(Elf64_Shdr) != 0)
+    return 0;
+  const Elf64_Shdr *sh = (const void *)((const unsigned char *)t->map + eh->e_shoff);
+  for (size_t i = 0; i < eh->e_shnum; i++)
+    if (sh[i].sh_type == type)
+      return 1;
+  return 0;
 }
 
 /* The FUNC symbol containing vaddr, or NULL. */
@@ -580,11 +619,25 @@ static void load_object(struct object *obj)
     obj->tab = obj->names = t;
     return;
   }
-  culpert__symtab_load(obj->path, &obj->tab);
+  if (symtab_map(obj->path, &obj->tab) != 0)
+    obj->tab = NULL;
+  /* A stripped object (no .symtab) whose debug file has a full table
+   * takes its names from there: its own .dynsym is then never read. */
+  int deferred = obj->tab && !has_section_type(obj->tab, SHT_SYMTAB) && obj->build_id[0];
+  if (obj->tab && !deferred && symtab_read(obj->tab) != 0) {
+    culpert__symtab_free(obj->tab);
+    obj->tab = NULL;
+  }
   int own_full = obj->tab && obj->tab->full;
   int own_lines = obj->tab && has_debug_line(obj->tab);
   if ((!own_full || !own_lines) && obj->build_id[0])
     obj->dbg = load_debug_file(obj->build_id);
+  if (deferred && (!obj->dbg || !obj->dbg->full || obj->dbg->nsyms == 0) &&
+      symtab_read(obj->tab) != 0) {
+    culpert__symtab_free(obj->tab);
+    obj->tab = NULL;
+    own_lines = 0;
+  }
   obj->names = own_full || !obj->dbg || !obj->dbg->full ? obj->tab : obj->dbg;
   if (!obj->names || obj->names->nsyms == 0)
     obj->names = obj->dbg && obj->dbg->nsyms ? obj->dbg : obj->tab;
