@@ -587,6 +587,78 @@ static void test_symbolize_corrupt_compressed_dwarf(void **state)
   free(orig);
 }
 
+/* A section handed to the DWARF reader as if it were filled lazily: every
+ * byte is there, and fill() only records how far it was asked to go. */
+struct counted {
+  struct culpert__dwarf_lazy lazy; /* first: fill() gets a pointer to it */
+  size_t len;
+  size_t asked; /* furthest byte asked for */
+  unsigned calls;
+};
+
+static size_t counted_fill(struct culpert__dwarf_lazy *lazy, size_t upto)
+{
+  struct counted *c = (struct counted *)(void *)lazy;
+  c->calls++;
+  if (upto > c->asked)
+    c->asked = upto;
+  return c->len;
+}
+
+/* The exit reads only what the profile needs: resolving the line of a
+ * function with no inlined calls takes no string from .debug_str (names
+ * there are those of functions and types; with libc6-dbg's compressed
+ * sections, each string read meant inflating .debug_str up to it, and
+ * every unit walked read all of its names). */
+static void test_symbolize_strings_read_only_when_used(void **state)
+{
+  (void)state;
+  static const char *const names[] = {".debug_info",     ".debug_abbrev", ".debug_line",
+                                      ".debug_line_str", ".debug_str",    ".debug_aranges",
+                                      ".debug_rnglists"};
+  char exe[PATH_MAX];
+  exe_path(exe, sizeof exe);
+  size_t len;
+  unsigned char *elf = slurp(exe, &len);
+  struct culpert__dwarf d;
+  struct culpert__dwarf_section *dst[] = {&d.info, &d.abbrev,  &d.line,    &d.line_str,
+                                          &d.str,  &d.aranges, &d.rnglists};
+  struct counted c[sizeof names / sizeof names[0]];
+  memset(&d, 0, sizeof d);
+  memset(c, 0, sizeof c);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    size_t off, size, index;
+    find_section(elf, names[i], &off, &size, &index);
+    if (size == 0)
+      continue;
+    c[i].lazy.fill = counted_fill;
+    c[i].lazy.piecewise = i <= 4;
+    c[i].len = size;
+    dst[i]->p = elf + off;
+    dst[i]->len = size;
+    dst[i]->lazy = &c[i].lazy;
+  }
+  if (!d.info.p || !d.str.p) {
+    print_message("SKIPPED: the test binary has no DWARF with a .debug_str\n");
+    free(elf);
+    skip();
+  }
+  uint64_t bias = 0;
+  dl_iterate_phdr(main_bias_cb, &bias);
+  uint64_t vaddr = (uint64_t)(uintptr_t)symbolize_fixture_static - bias + 4;
+  struct culpert__srcpos pos;
+  struct culpert__pool pool = {0};
+  assert_int_equal(culpert__dwarf_resolve(&d, &vaddr, 1, &pos, &pool), 0);
+  assert_non_null(pos.file);
+  assert_non_null(strstr(pos.file, "test_symbolize.c"));
+  assert_int_equal(pos.ninl, 0);
+  assert_true(pos.line >= FIXTURE_STATIC_LINE && pos.line < FIXTURE_STATIC_LINE + 5);
+  if (c[4].calls != 0)
+    fail_msg(".debug_str read %u times, up to byte %zu of %zu", c[4].calls, c[4].asked, c[4].len);
+  culpert__pool_free(&pool);
+  free(elf);
+}
+
 /* "basename:line" of a path and line, into out. */
 static void base_line(char *out, size_t len, const char *path, unsigned long line)
 {
@@ -752,6 +824,7 @@ int main(void)
       cmocka_unit_test(test_symbolize_corrupt_elf),
       cmocka_unit_test(test_symbolize_corrupt_dwarf),
       cmocka_unit_test(test_symbolize_corrupt_compressed_dwarf),
+      cmocka_unit_test(test_symbolize_strings_read_only_when_used),
       cmocka_unit_test(test_symbolize_matches_llvm_symbolizer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
