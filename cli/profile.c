@@ -11,6 +11,13 @@
  * protobuf-c decodes into a budgeted arena (memory proportional to the
  * input), the model lives in a second budgeted arena, and every integer taken
  * from the file is checked before it is used as an index or a size.
+ *
+ * Where the time goes on a big profile (bench/load/README.md): inflating,
+ * then decoding a million Sample messages. The samples are split between
+ * up to MAX_WORKERS threads; the model and the first error reported never
+ * depend on how many (see "the samples" below). A command says what it
+ * reads (struct culpert__load_opts) and stacks nobody reads are checked but
+ * not stored. Decoded input is given back to the system as the model grows.
  */
 #include "profile.h"
 
@@ -24,6 +31,7 @@
 #include <libdeflate.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -178,16 +186,66 @@ static int fail(char *err, size_t errlen, const char *name, int rc, const char *
 
 /* ---- reading and inflating ---------------------------------------------- */
 
-/* Read all of `f` into a malloc'd buffer, refusing more than `cap` bytes. */
+static unsigned online_cpus(void);
+
+/* Pages of a buffer to map ahead of the thread that fills it. */
+struct prefault {
+  unsigned char *buf;
+  size_t len;
+};
+
+#define PREFAULT_MIN_BYTES ((size_t)16 << 20)
+
+static void *prefault_run(void *arg)
+{
+  const struct prefault *pf = arg;
+  long page = sysconf(_SC_PAGESIZE);
+  if (page > 0 && !(page & (page - 1))) {
+    uintptr_t mask = (uintptr_t)page - 1;
+    uintptr_t lo = ((uintptr_t)pf->buf + mask) & ~mask, hi = ((uintptr_t)pf->buf + pf->len) & ~mask;
+    if (hi > lo)
+      madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE); /* advice: failure is harmless */
+  }
+  return NULL;
+}
+
+/* Map buf[0, len) from another thread while the caller fills it, so its
+ * page faults are not on the filling thread's path; *started says whether a
+ * thread was started (then join it with prefault_join()). */
+static void prefault_start(struct prefault *pf, pthread_t *thread, bool *started)
+{
+  *started = pf->len >= PREFAULT_MIN_BYTES && online_cpus() > 1 &&
+             pthread_create(thread, NULL, prefault_run, pf) == 0;
+}
+
+static void prefault_join(const pthread_t *thread, bool started)
+{
+  if (started)
+    pthread_join(*thread, NULL);
+}
+
+/* Read all of `f` into a malloc'd buffer, refusing more than `cap` bytes. A
+ * regular file is read into a buffer of its size (plus one byte to see the
+ * end) in one go; anything else, or a file that grows, grows the buffer. */
 static int read_all(FILE *f, size_t cap, unsigned char **out, size_t *outlen)
 {
   size_t size = 0, alloc = 1 << 16;
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+      (uint64_t)st.st_size < cap)
+    alloc = (size_t)st.st_size + 1;
   unsigned char *buf = malloc(alloc);
   int rc = 0;
   if (!buf)
     return -ENOMEM;
+  struct prefault pf = {buf, alloc};
+  pthread_t helper;
+  bool helping;
+  prefault_start(&pf, &helper, &helping);
   for (;;) {
     if (size == alloc) {
+      prefault_join(&helper, helping); /* buf moves */
+      helping = false;
       if (alloc > cap) {
         rc = -EFBIG;
         goto out;
@@ -215,6 +273,7 @@ static int read_all(FILE *f, size_t cap, unsigned char **out, size_t *outlen)
   if (rc == 0 && size > cap)
     rc = -EFBIG;
 out:
+  prefault_join(&helper, helping);
   if (rc) {
     free(buf);
     return rc;
@@ -224,32 +283,9 @@ out:
   return 0;
 }
 
-#define PREFAULT_MIN_BYTES ((size_t)16 << 20)
-
 static bool is_gzip(const unsigned char *data, size_t len)
 {
   return len >= 2 && data[0] == 0x1f && data[1] == 0x8b;
-}
-
-static unsigned online_cpus(void);
-
-/* Pages of a buffer to map ahead of the thread that fills it. */
-struct prefault {
-  unsigned char *buf;
-  size_t len;
-};
-
-static void *prefault_run(void *arg)
-{
-  const struct prefault *pf = arg;
-  long page = sysconf(_SC_PAGESIZE);
-  if (page > 0 && !(page & (page - 1))) {
-    uintptr_t mask = (uintptr_t)page - 1;
-    uintptr_t lo = ((uintptr_t)pf->buf + mask) & ~mask, hi = ((uintptr_t)pf->buf + pf->len) & ~mask;
-    if (hi > lo)
-      madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE); /* advice: failure is harmless */
-  }
-  return NULL;
 }
 
 /*
@@ -285,12 +321,11 @@ static int gunzip_whole(const unsigned char *in, size_t inlen, size_t cap, unsig
    * at most 16 bytes per input byte, as ISIZE may lie. */
   struct prefault pf = {buf, isize / 16 > inlen ? inlen * 16 : isize};
   pthread_t helper;
-  bool helping = isize >= PREFAULT_MIN_BYTES && online_cpus() > 1 &&
-                 pthread_create(&helper, NULL, prefault_run, &pf) == 0;
+  bool helping;
+  prefault_start(&pf, &helper, &helping);
   enum libdeflate_result r =
       libdeflate_gzip_decompress_ex(d, in, inlen, buf, isize, &used_in, &used_out);
-  if (helping)
-    pthread_join(helper, NULL);
+  prefault_join(&helper, helping);
   if (r == LIBDEFLATE_SUCCESS && used_in == inlen && used_out == isize) {
     *out = buf;
     *outlen = used_out;
