@@ -1109,6 +1109,9 @@ static void rnglist(const struct culpert__dwarf *d, const struct cu *cu, uint64_
   struct rd r = rd_at(&d->rnglists, off);
   uint64_t base = cu->low_pc;
   for (int guard = 0; !r.err && guard < 4096; guard++) {
+    /* A lazily filled section is read list by list: make the next entry
+     * readable (a kind byte and two operands of at most 10 bytes each). */
+    sec_need(&d->rnglists, (uint64_t)(r.p - d->rnglists.p) + 24);
     unsigned kind = (unsigned)rd_u(&r, 1);
     uint64_t a = 0, b = 0;
     struct val va = {V_ADDRX, 0, NULL, NULL}, vb = {V_ADDRX, 0, NULL, NULL};
@@ -1562,17 +1565,20 @@ struct arange_hit {
   int found;
 };
 
-/* Goes once through every address range of .debug_aranges and places each
- * wanted address (sorted) in the unit of the range that contains it; when
- * ranges overlap, the one starting last wins. No table of ranges is built
- * or sorted: a big object has thousands of ranges and a profile a handful
- * of addresses in it. A bad set only loses its own ranges. */
+/* Goes through the address ranges of .debug_aranges and places each
+ * wanted address (sorted) in the unit of the range that contains it, and
+ * stops once every address is placed: ranges do not overlap, and the sets
+ * come in unit order, so addresses in early units (and a compressed
+ * section is inflated only that far). No table of ranges is built or
+ * sorted: a big object has thousands of ranges and a profile a handful of
+ * addresses in it. A bad set only loses its own ranges. */
 static void aranges_place(const struct culpert__dwarf *d, const struct want *w, size_t nw,
                           struct arange_hit *hit)
 {
   const struct culpert__dwarf_section *sec = &d->aranges;
   uint64_t off = 0;
-  while (sec->p && off < sec->len) {
+  size_t placed = 0;
+  while (sec->p && off < sec->len && placed < nw) {
     struct rd r = rd_at(sec, off);
     size_t offsize = 4;
     uint64_t len = rd_u(&r, 4);
@@ -1599,6 +1605,7 @@ static void aranges_place(const struct culpert__dwarf *d, const struct want *w, 
         if (size == 0 || lo + size < lo)
           continue;
         for (size_t i = lower_bound(w, nw, lo); i < nw && w[i].vaddr < lo + size; i++) {
+          placed += !hit[i].found;
           if (!hit[i].found || lo >= hit[i].lo)
             hit[i] = (struct arange_hit){lo, unit, 1};
         }
