@@ -1589,6 +1589,7 @@ static void aranges_place(const struct culpert__dwarf *d, const struct want *w, 
     if (r.err || len > (uint64_t)(r.end - r.p))
       break;
     uint64_t next = (uint64_t)(r.p - sec->p) + len;
+    sec_need(sec, next);
     r.end = r.p + len;
     unsigned version = (unsigned)rd_u(&r, 2);
     uint64_t unit = rd_u(&r, offsize);

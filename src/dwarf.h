@@ -22,9 +22,10 @@
  * buffer valid and returns how many are; it returns the section's length
  * once nothing more will come (the whole section, or a corrupt stream
  * whose rest stays zero). It is called before any read. `piecewise`: the
- * reader asks for one unit, table, string or list at a time (.debug_info,
- * .debug_line, .debug_abbrev, .debug_str, .debug_line_str, .debug_rnglists);
- * otherwise the whole section is asked for on first use.
+ * reader asks for one unit, table, string, list or set at a time
+ * (.debug_info, .debug_line, .debug_abbrev, .debug_str, .debug_line_str,
+ * .debug_rnglists, .debug_aranges); otherwise the whole section is asked
+ * for on first use.
  */
 struct culpert__dwarf_lazy {
   size_t (*fill)(struct culpert__dwarf_lazy *lazy, size_t upto);

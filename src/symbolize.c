@@ -881,8 +881,9 @@ static int symtab_resolve(struct culpert__symtab *t, const uint64_t *vaddrs, siz
   for (size_t i = 0; i < nsec && rc == 0; i++) {
     /* Read piece by piece: units of .debug_info and .debug_line, tables
      * of .debug_abbrev, strings of .debug_line_str and .debug_str, lists
-     * of .debug_rnglists. */
-    rc = elf_section(t->map, t->maplen, names[i], &sec[i], i <= 4 || dst[i] == &d.rnglists);
+     * of .debug_rnglists, sets of .debug_aranges. */
+    rc = elf_section(t->map, t->maplen, names[i], &sec[i],
+                     i <= 4 || dst[i] == &d.rnglists || dst[i] == &d.aranges);
     dst[i]->p = sec[i].p;
     dst[i]->len = sec[i].len;
     dst[i]->lazy = sec[i].owned ? &sec[i].lazy : NULL;
