@@ -626,67 +626,11 @@ static int field_wire_type(uint64_t num)
   }
 }
 
-/* Counts of the repeated fields, from a first walk that also checks the
- * wire structure. */
-struct counts {
-  size_t sample_type, sample, mapping, location, function, string, comment;
-};
-
-static int count_fields(const uint8_t *buf, size_t len, struct counts *c)
-{
-  const uint8_t *p = buf, *end = buf + len;
-  struct field f;
-  int r;
-  memset(c, 0, sizeof *c);
-  while ((r = next_field(&p, end, &f)) == 1) {
-    int want = field_wire_type(f.num);
-    if (want >= 0 && (unsigned)want != f.wt)
-      return -1;
-    switch (f.num) {
-    case F_SAMPLE_TYPE:
-      c->sample_type++;
-      break;
-    case F_SAMPLE:
-      c->sample++;
-      break;
-    case F_MAPPING:
-      c->mapping++;
-      break;
-    case F_LOCATION:
-      c->location++;
-      break;
-    case F_FUNCTION:
-      c->function++;
-      break;
-    case F_STRING:
-      c->string++;
-      break;
-    case F_COMMENT:
-      if (f.wt == 0) {
-        c->comment++;
-      } else if (f.wt == 2) {
-        const uint8_t *q = f.data, *qend = f.data + f.len;
-        uint64_t v;
-        while (q < qend) {
-          if (!get_varint(&q, qend, &v))
-            return -1;
-          c->comment++;
-        }
-      } else {
-        return -1;
-      }
-      break;
-    default:
-      break;
-    }
-  }
-  return r;
-}
-
 /* ---- building the model ------------------------------------------------- */
 
 #define MAX_WORKERS            8 /* sample decoding threads at most; a power of two */
 #define MIN_SAMPLES_PER_WORKER 16384
+#define SAMPLE_MARK_STRIDE     64 /* samples between two possible worker starts */
 
 struct builder {
   pb_profile *pb; /* everything but samples and strings, decoded */
@@ -705,9 +649,10 @@ struct builder {
   size_t nstrings;
   int64_t k_span_name, k_span_id, k_span_parent; /* their string indices, -1 if absent */
   bool one_frame_per_location; /* no inlined frames: frame index = location index */
-  /* Where the top-level field holding sample k * nsamples / MAX_WORKERS
-   * starts (sample_at[0]: the start of buf), from the header walk. */
-  const uint8_t *sample_at[MAX_WORKERS];
+  /* Where the top-level field of sample k * SAMPLE_MARK_STRIDE starts,
+   * from the header walk: where workers may start. */
+  const uint8_t **marks;
+  size_t nmarks;
 };
 
 static int decode_failed(struct builder *b, const char *where)
@@ -744,118 +689,214 @@ static void *unpack(const ProtobufCMessageDescriptor *d, struct arena *a, const 
   return protobuf_c_message_unpack(d, &alloc, f->len, f->data);
 }
 
-/* Second walk: decode everything but the samples into b->pb, copy strings. */
-static int decode_header(struct builder *b, const struct counts *c)
+/* `arr` (n of *cap elements used) with room for one more: itself, or a
+ * copy twice the size in `a` (the old one stays there: at most as much
+ * again); NULL when out of memory. */
+static void *room(struct arena *a, void *arr, size_t n, size_t *cap, size_t elem)
 {
+  if (arr && n < *cap)
+    return arr;
+  size_t ncap = *cap ? *cap * 2 : 16;
+  if (ncap > SIZE_MAX / elem)
+    return NULL;
+  void *na = arena_alloc(a, ncap * elem);
+  if (!na)
+    return NULL;
+  if (n)
+    memcpy(na, arr, n * elem);
+  *cap = ncap;
+  return na;
+}
+
+/* Array capacities during the header walk. */
+struct header_caps {
+  size_t sample_type, mapping, location, function, comment, string, marks;
+};
+
+/* One top-level field other than a Sample into b->pb or the strings. */
+static int header_field(struct builder *b, struct header_caps *cap, const struct field *f)
+{
+  pb_profile *pb = b->pb;
+  struct arena *pa = b->pb_arena;
+  switch (f->num) {
+  case F_SAMPLE_TYPE:
+  case F_PERIOD_TYPE: {
+    Perftools__Profiles__ValueType *vt =
+        unpack(&perftools__profiles__value_type__descriptor, pa, f);
+    if (!vt)
+      return pa->over_budget ? nomem(b, pa) : decode_failed(b, " in a value type");
+    if (f->num == F_PERIOD_TYPE) {
+      pb->period_type = vt; /* the last one wins */
+      break;
+    }
+    void *na =
+        room(pa, pb->sample_type, pb->n_sample_type, &cap->sample_type, sizeof *pb->sample_type);
+    if (!na)
+      return nomem(b, pa);
+    pb->sample_type = na;
+    pb->sample_type[pb->n_sample_type++] = vt;
+    break;
+  }
+  case F_MAPPING: {
+    pb_mapping *m = unpack(&perftools__profiles__mapping__descriptor, pa, f);
+    if (!m)
+      return pa->over_budget ? nomem(b, pa) : decode_failed(b, " in a mapping");
+    void *na = room(pa, pb->mapping, pb->n_mapping, &cap->mapping, sizeof *pb->mapping);
+    if (!na)
+      return nomem(b, pa);
+    pb->mapping = na;
+    pb->mapping[pb->n_mapping++] = m;
+    break;
+  }
+  case F_LOCATION: {
+    pb_location *l = unpack(&perftools__profiles__location__descriptor, pa, f);
+    if (!l)
+      return pa->over_budget ? nomem(b, pa) : decode_failed(b, " in a location");
+    void *na = room(pa, pb->location, pb->n_location, &cap->location, sizeof *pb->location);
+    if (!na)
+      return nomem(b, pa);
+    pb->location = na;
+    pb->location[pb->n_location++] = l;
+    break;
+  }
+  case F_FUNCTION: {
+    pb_function *fn = unpack(&perftools__profiles__function__descriptor, pa, f);
+    if (!fn)
+      return pa->over_budget ? nomem(b, pa) : decode_failed(b, " in a function");
+    void *na = room(pa, pb->function, pb->n_function, &cap->function, sizeof *pb->function);
+    if (!na)
+      return nomem(b, pa);
+    pb->function = na;
+    pb->function[pb->n_function++] = fn;
+    break;
+  }
+  case F_STRING: {
+    /* C strings: an embedded NUL ends the string, as with protobuf-c. */
+    char *s = arena_alloc(b->a, f->len + 1);
+    void *na = s ? room(b->a, b->strings, b->nstrings, &cap->string, sizeof *b->strings) : NULL;
+    if (!na)
+      return nomem(b, b->a);
+    b->strings = na;
+    memcpy(s, f->data, f->len);
+    s[f->len] = '\0';
+    b->strings[b->nstrings++] = s;
+    break;
+  }
+  case F_COMMENT: {
+    const uint8_t *q = f->data, *qend = f->data + f->len;
+    uint64_t v = f->v;
+    /* One varint, or packed varints (checked by the caller). */
+    while (f->wt == 0 || (q < qend && get_varint(&q, qend, &v))) {
+      void *na = room(pa, pb->comment, pb->n_comment, &cap->comment, sizeof *pb->comment);
+      if (!na)
+        return nomem(b, pa);
+      pb->comment = na;
+      pb->comment[pb->n_comment++] = (int64_t)v;
+      if (f->wt == 0)
+        break;
+    }
+    break;
+  }
+  case F_DROP_FRAMES:
+    pb->drop_frames = (int64_t)f->v;
+    break;
+  case F_KEEP_FRAMES:
+    pb->keep_frames = (int64_t)f->v;
+    break;
+  case F_TIME:
+    pb->time_nanos = (int64_t)f->v;
+    break;
+  case F_DURATION:
+    pb->duration_nanos = (int64_t)f->v;
+    break;
+  case F_PERIOD:
+    pb->period = (int64_t)f->v;
+    break;
+  case F_DEFAULT_TYPE:
+    pb->default_sample_type = (int64_t)f->v;
+    break;
+  case F_DOC_URL:
+    pb->doc_url = (int64_t)f->v;
+    break;
+  default:
+    break;
+  }
+  return 0;
+}
+
+/*
+ * The header walk, the one pass over the whole Profile before the samples:
+ * checks the wire structure of every top-level field, decodes everything
+ * but the samples into b->pb, copies the strings, counts the samples and
+ * marks where workers may start. A malformed wire structure anywhere is
+ * reported before any error inside a field, so the first error of a field
+ * is kept until the walk ends.
+ */
+static int decode_header(struct builder *b)
+{
+  struct header_caps cap = {0};
   pb_profile *pb = arena_calloc(b->pb_arena, 1, sizeof *pb);
   if (!pb)
     return nomem(b, b->pb_arena);
   perftools__profiles__profile__init(pb);
   b->pb = pb;
-  pb->sample_type = arena_calloc(b->pb_arena, c->sample_type + 1, sizeof *pb->sample_type);
-  pb->mapping = arena_calloc(b->pb_arena, c->mapping + 1, sizeof *pb->mapping);
-  pb->location = arena_calloc(b->pb_arena, c->location + 1, sizeof *pb->location);
-  pb->function = arena_calloc(b->pb_arena, c->function + 1, sizeof *pb->function);
-  pb->comment = arena_calloc(b->pb_arena, c->comment + 1, sizeof *pb->comment);
-  b->strings = arena_calloc(b->a, c->string + 1, sizeof *b->strings);
-  if (!pb->sample_type || !pb->mapping || !pb->location || !pb->function || !pb->comment)
-    return nomem(b, b->pb_arena);
-  if (!b->strings)
-    return nomem(b, b->a);
 
   const uint8_t *p = b->buf, *end = b->buf + b->buflen, *at = p;
   struct field f;
-  size_t seen = 0;
-  unsigned mark = 1;
-  for (unsigned k = 0; k < MAX_WORKERS; k++)
-    b->sample_at[k] = b->buf;
-  for (; next_field(&p, end, &f) == 1; at = p) {
-    switch (f.num) {
-    case F_SAMPLE:
-      /* Decoded later; note where each worker's share starts. */
-      while (mark < MAX_WORKERS && seen == mark * c->sample / MAX_WORKERS)
-        b->sample_at[mark++] = at;
-      seen++;
-      break;
-    case F_SAMPLE_TYPE:
-    case F_PERIOD_TYPE: {
-      Perftools__Profiles__ValueType *vt =
-          unpack(&perftools__profiles__value_type__descriptor, b->pb_arena, &f);
-      if (!vt)
-        return b->pb_arena->over_budget ? nomem(b, b->pb_arena)
-                                        : decode_failed(b, " in a value type");
-      if (f.num == F_SAMPLE_TYPE)
-        pb->sample_type[pb->n_sample_type++] = vt;
-      else
-        pb->period_type = vt; /* the last one wins */
+  size_t nsamples = 0;
+  int r, pending = 0;
+  for (; (r = next_field(&p, end, &f)) == 1; at = p) {
+    int want = field_wire_type(f.num);
+    if (want >= 0 && (unsigned)want != f.wt) {
+      r = -1;
       break;
     }
-    case F_MAPPING:
-      if (!(pb->mapping[pb->n_mapping] =
-                unpack(&perftools__profiles__mapping__descriptor, b->pb_arena, &f)))
-        return b->pb_arena->over_budget ? nomem(b, b->pb_arena) : decode_failed(b, " in a mapping");
-      pb->n_mapping++;
-      break;
-    case F_LOCATION:
-      if (!(pb->location[pb->n_location] =
-                unpack(&perftools__profiles__location__descriptor, b->pb_arena, &f)))
-        return b->pb_arena->over_budget ? nomem(b, b->pb_arena)
-                                        : decode_failed(b, " in a location");
-      pb->n_location++;
-      break;
-    case F_FUNCTION:
-      if (!(pb->function[pb->n_function] =
-                unpack(&perftools__profiles__function__descriptor, b->pb_arena, &f)))
-        return b->pb_arena->over_budget ? nomem(b, b->pb_arena)
-                                        : decode_failed(b, " in a function");
-      pb->n_function++;
-      break;
-    case F_STRING: {
-      /* C strings: an embedded NUL ends the string, as with protobuf-c. */
-      char *s = arena_alloc(b->a, f.len + 1);
-      if (!s)
-        return nomem(b, b->a);
-      memcpy(s, f.data, f.len);
-      s[f.len] = '\0';
-      b->strings[b->nstrings++] = s;
-      break;
-    }
-    case F_COMMENT:
-      if (f.wt == 0) {
-        pb->comment[pb->n_comment++] = (int64_t)f.v;
-      } else {
-        const uint8_t *q = f.data, *qend = f.data + f.len;
-        uint64_t v;
-        while (q < qend && get_varint(&q, qend, &v))
-          pb->comment[pb->n_comment++] = (int64_t)v;
+    if (f.num == F_SAMPLE) { /* decoded later */
+      if (nsamples++ % SAMPLE_MARK_STRIDE == 0 && !pending) {
+        void *na = room(b->pb_arena, b->marks, b->nmarks, &cap.marks, sizeof *b->marks);
+        if (!na) {
+          pending = nomem(b, b->pb_arena);
+        } else {
+          b->marks = na;
+          b->marks[b->nmarks++] = at;
+        }
       }
-      break;
-    case F_DROP_FRAMES:
-      pb->drop_frames = (int64_t)f.v;
-      break;
-    case F_KEEP_FRAMES:
-      pb->keep_frames = (int64_t)f.v;
-      break;
-    case F_TIME:
-      pb->time_nanos = (int64_t)f.v;
-      break;
-    case F_DURATION:
-      pb->duration_nanos = (int64_t)f.v;
-      break;
-    case F_PERIOD:
-      pb->period = (int64_t)f.v;
-      break;
-    case F_DEFAULT_TYPE:
-      pb->default_sample_type = (int64_t)f.v;
-      break;
-    case F_DOC_URL:
-      pb->doc_url = (int64_t)f.v;
-      break;
-    default:
-      break;
+      continue;
     }
+    if (f.num == F_COMMENT) {
+      if (f.wt != 0 && f.wt != 2) {
+        r = -1;
+        break;
+      }
+      const uint8_t *q = f.data, *qend = f.data + f.len;
+      uint64_t v;
+      while (f.wt == 2 && q < qend)
+        if (!get_varint(&q, qend, &v)) {
+          r = -1;
+          goto walked;
+        }
+    }
+    if (!pending)
+      pending = header_field(b, &cap, &f);
   }
-  b->nsamples = c->sample;
+walked:
+  if (r != 0)
+    return decode_failed(b, "");
+  if (pending)
+    return pending;
+  /* Every array exists, even when empty. */
+  if ((!pb->sample_type &&
+       !(pb->sample_type = room(b->pb_arena, NULL, 0, &cap.sample_type, sizeof(void *)))) ||
+      (!pb->mapping && !(pb->mapping = room(b->pb_arena, NULL, 0, &cap.mapping, sizeof(void *)))) ||
+      (!pb->location &&
+       !(pb->location = room(b->pb_arena, NULL, 0, &cap.location, sizeof(void *)))) ||
+      (!pb->function &&
+       !(pb->function = room(b->pb_arena, NULL, 0, &cap.function, sizeof(void *)))) ||
+      (!pb->comment && !(pb->comment = room(b->pb_arena, NULL, 0, &cap.comment, sizeof(int64_t)))))
+    return nomem(b, b->pb_arena);
+  if (!b->strings && !(b->strings = room(b->a, NULL, 0, &cap.string, sizeof(char *))))
+    return nomem(b, b->a);
+  b->nsamples = nsamples;
   return 0;
 }
 
@@ -1645,7 +1686,7 @@ static unsigned online_cpus(void)
 static unsigned pick_workers(const struct builder *b, unsigned asked)
 {
   unsigned n = 1;
-  if (!b->one_frame_per_location)
+  if (!b->one_frame_per_location || b->nmarks == 0)
     return 1;
   if (asked) {
     while (n * 2 <= asked && n < MAX_WORKERS)
@@ -1676,13 +1717,14 @@ static int load_samples(struct builder *b, const struct sample_plan *plan, unsig
     return nomem(b, b->a);
   for (unsigned k = 0; k < nw; k++) {
     struct worker *w = &workers[k];
-    unsigned lo = k * (MAX_WORKERS / nw), hi = (k + 1) * (MAX_WORKERS / nw);
+    /* Shares of about n / nw samples, each starting at a mark. */
+    size_t lo = k * (n / nw) / SAMPLE_MARK_STRIDE, hi = (k + 1) * (n / nw) / SAMPLE_MARK_STRIDE;
     w->b = *b;
     w->plan = plan;
-    w->begin = b->sample_at[lo];
-    w->end = hi == MAX_WORKERS ? b->buf + b->buflen : b->sample_at[hi];
-    w->first = k * n / nw;
-    w->limit = (k + 1) * n / nw;
+    w->begin = k == 0 ? b->buf : b->marks[lo];
+    w->end = k + 1 == nw ? b->buf + b->buflen : b->marks[hi];
+    w->first = k == 0 ? 0 : lo * SAMPLE_MARK_STRIDE;
+    w->limit = k + 1 == nw ? n : hi * SAMPLE_MARK_STRIDE;
     w->b.pb_arena = &w->labels;
     if (b->one_frame_per_location)
       w->b.a = &w->frames;
@@ -1751,12 +1793,9 @@ static int build_model(struct builder *b, const struct culpert__load_opts *o)
 {
   struct value_index vi = {-1, -1, -1, -1, -1};
   struct idmap locs = {0};
-  struct counts c;
   uint32_t *loc_first = NULL, *loc_count = NULL;
   int rc;
-  if (count_fields(b->buf, b->buflen, &c) != 0)
-    return decode_failed(b, "");
-  if ((rc = decode_header(b, &c)) || (rc = check_strings(b)) || (rc = check_header(b)) ||
+  if ((rc = decode_header(b)) || (rc = check_strings(b)) || (rc = check_header(b)) ||
       (rc = pick_values(b, &vi)) || (rc = load_comments(b)) ||
       (rc = load_locations(b, &locs, &loc_first, &loc_count)))
     return rc;

@@ -4,8 +4,10 @@
  * Samples decoded by 1, 2, 4 or 8 workers give the same model and, for a
  * damaged file, the same message: the first error in the file. The stacks
  * options drop the stacks nobody reads and nothing else, and a file one
- * option rejects, every option rejects alike.
+ * option rejects, every option rejects alike. The single header walk still
+ * reports a broken wire structure before an error inside a field.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -273,13 +275,15 @@ static void damage(struct big *b, size_t at, enum damage d)
 
 /*
  * For one or two damaged samples anywhere (first, last, either side of
- * every worker boundary), every worker count and every stacks option gives
- * the message of the first damaged sample.
+ * worker boundaries), every worker count and every stacks option gives the
+ * message of the first damaged sample.
  */
 static void test_profile_workers_first_error(void **state)
 {
   (void)state;
-  static const size_t spots[] = {0, 374, 375, 376, 1499, 1500, 1501, 2250, NSAMPLES - 1};
+  /* Workers start at multiples of 64 samples near k * NSAMPLES / workers:
+   * 320 (8 workers), 1472 (2, 4, 8), 2240 (4, 8). */
+  static const size_t spots[] = {0, 319, 320, 321, 1471, 1472, 1473, 2239, 2240, NSAMPLES - 1};
   size_t nspots = sizeof spots / sizeof spots[0];
   for (size_t x = 0; x < nspots; x++) {
     for (size_t y = x; y < nspots; y++) {
@@ -345,6 +349,44 @@ static void test_profile_workers_totals_clamped_once(void **state)
   free(b);
 }
 
+/*
+ * The header is read in the same walk that checks the wire structure: a
+ * broken structure anywhere is still reported before an error inside an
+ * earlier field, and the field's error when the structure is sound.
+ */
+static void test_profile_workers_wire_error_before_field_error(void **state)
+{
+  (void)state;
+  static const uint8_t bad_location_then_group[] = {0x32, 0x00, 0x22, 0x02, 0xff, 0xff, 0x0b};
+  static const uint8_t bad_location_only[] = {0x32, 0x00, 0x22, 0x02, 0xff, 0xff, 0x32, 0x00};
+  static const uint8_t bad_location_then_bad_comments[] = {0x22, 0x02, 0xff, 0xff,
+                                                           0x6a, 0x02, 0xff, 0xff};
+  static const struct {
+    const uint8_t *data;
+    size_t len;
+    const char *want;
+  } cases[] = {
+      {bad_location_then_group, sizeof bad_location_then_group,
+       "w.pb: not a pprof profile (protobuf decoding failed)"},
+      {bad_location_only, sizeof bad_location_only,
+       "w.pb: not a pprof profile (protobuf decoding failed in a location)"},
+      {bad_location_then_bad_comments, sizeof bad_location_then_bad_comments,
+       "w.pb: not a pprof profile (protobuf decoding failed)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    for (size_t t = 0; t < sizeof thread_counts / sizeof thread_counts[0]; t++) {
+      struct culpert__load_opts o = {.threads = thread_counts[t]};
+      struct culpert__profile *p = NULL;
+      char err[512] = "";
+      assert_int_equal(culpert__profile_load_buffer_with(cases[i].data, cases[i].len, "w.pb", &o,
+                                                         &p, err, sizeof err),
+                       -EINVAL);
+      assert_null(p);
+      assert_string_equal(err, cases[i].want);
+    }
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -352,6 +394,7 @@ int main(void)
       cmocka_unit_test(test_profile_workers_same_model_inlined),
       cmocka_unit_test(test_profile_workers_first_error),
       cmocka_unit_test(test_profile_workers_totals_clamped_once),
+      cmocka_unit_test(test_profile_workers_wire_error_before_field_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
