@@ -1571,14 +1571,17 @@ struct arange_hit {
  * come in unit order, so addresses in early units (and a compressed
  * section is inflated only that far). No table of ranges is built or
  * sorted: a big object has thousands of ranges and a profile a handful of
- * addresses in it. A bad set only loses its own ranges. */
+ * addresses in it. A bad set only loses its own ranges. With `listed`,
+ * reads every set instead and adds to `listed` each unit that has at
+ * least one range (best effort: what memory refuses is left out). */
 static void aranges_place(const struct culpert__dwarf *d, const struct want *w, size_t nw,
-                          struct arange_hit *hit)
+                          struct arange_hit *hit, struct offsets *listed)
 {
   const struct culpert__dwarf_section *sec = &d->aranges;
   uint64_t off = 0;
   size_t placed = 0;
-  while (sec->p && off < sec->len && placed < nw) {
+  int rc = 0;
+  while (sec->p && off < sec->len && (listed ? rc == 0 : placed < nw)) {
     struct rd r = rd_at(sec, off);
     size_t offsize = 4;
     uint64_t len = rd_u(&r, 4);
@@ -1599,12 +1602,17 @@ static void aranges_place(const struct culpert__dwarf *d, const struct want *w, 
       /* Tuples start at a multiple of twice the address size. */
       uint64_t at = (uint64_t)(r.p - sec->p) - off;
       rd_skip(&r, (2 * asize - at % (2 * asize)) % (2 * asize));
+      int listed_here = 0;
       for (;;) {
         uint64_t lo = rd_u(&r, asize), size = rd_u(&r, asize);
         if (r.err || (lo == 0 && size == 0))
           break;
         if (size == 0 || lo + size < lo)
           continue;
+        if (listed && !listed_here) {
+          rc = offsets_add(listed, unit);
+          listed_here = 1;
+        }
         for (size_t i = lower_bound(w, nw, lo); i < nw && w[i].vaddr < lo + size; i++) {
           placed += !hit[i].found;
           if (!hit[i].found || lo >= hit[i].lo)
@@ -1632,6 +1640,7 @@ static int units_wanted(const struct culpert__dwarf *d, const struct want *w, si
 {
   struct arange_hit *hit = NULL;
   struct want *left = NULL;
+  struct offsets listed = {0};
   size_t nleft = 0;
   int rc = 0;
   hit = calloc(nw, sizeof *hit);
@@ -1640,17 +1649,35 @@ static int units_wanted(const struct culpert__dwarf *d, const struct want *w, si
     rc = -ENOMEM;
     goto out;
   }
-  aranges_place(d, w, nw, hit);
+  aranges_place(d, w, nw, hit, NULL);
   for (size_t i = 0; i < nw && rc == 0; i++) {
     if (hit[i].found)
       rc = offsets_add(units, hit[i].unit);
     else
       left[nleft++] = w[i];
   }
+  /* A unit with ranges in .debug_aranges has them all there: only the
+   * others can hold an address no range covers (the executable's _start,
+   * which every libunwind stack ends in, comes from crt1.o, which has no
+   * DWARF: without this, every profile read every unit of the program). */
+  if (rc == 0 && nleft > 0) {
+    aranges_place(d, NULL, 0, NULL, &listed);
+    offsets_sort(&listed);
+  }
   for (uint64_t off = 0; rc == 0 && nleft > 0 && off < d->info.len;) {
     struct cu cu;
     struct ranges rg;
     uint64_t next = 0;
+    if (offsets_has(&listed, off)) {
+      struct rd r = rd_at(&d->info, off);
+      uint64_t len = rd_u(&r, 4);
+      if (len == 0xffffffff)
+        len = rd_u(&r, 8);
+      if (r.err || len > (uint64_t)(r.end - r.p))
+        break;
+      off = (uint64_t)(r.p - d->info.p) + len;
+      continue;
+    }
     int orc = cu_open(d, off, &cu, &next, &rg);
     if (orc == -ENOMEM) {
       rc = orc;
@@ -1670,6 +1697,7 @@ static int units_wanted(const struct culpert__dwarf *d, const struct want *w, si
 out:
   free(hit);
   free(left);
+  free(listed.v);
   return rc;
 }
 
