@@ -605,6 +605,35 @@ static size_t counted_fill(struct culpert__dwarf_lazy *lazy, size_t upto)
   return c->len;
 }
 
+/* The DWARF sections of `elf` (this test binary), each handed out as a
+ * counted section. Returns 0 when it has no DWARF with a .debug_str. */
+static const char *const counted_names[] = {".debug_info",     ".debug_abbrev", ".debug_line",
+                                            ".debug_line_str", ".debug_str",    ".debug_aranges",
+                                            ".debug_rnglists"};
+enum { COUNTED_ABBREV = 1, COUNTED_STR = 4, COUNTED_N = 7 };
+
+static int counted_dwarf(const unsigned char *elf, struct culpert__dwarf *d,
+                         struct counted c[COUNTED_N])
+{
+  struct culpert__dwarf_section *dst[] = {&d->info, &d->abbrev,  &d->line,    &d->line_str,
+                                          &d->str,  &d->aranges, &d->rnglists};
+  memset(d, 0, sizeof *d);
+  memset(c, 0, COUNTED_N * sizeof *c);
+  for (size_t i = 0; i < COUNTED_N; i++) {
+    size_t off, size, index;
+    find_section(elf, counted_names[i], &off, &size, &index);
+    if (size == 0)
+      continue;
+    c[i].lazy.fill = counted_fill;
+    c[i].lazy.piecewise = 1;
+    c[i].len = size;
+    dst[i]->p = elf + off;
+    dst[i]->len = size;
+    dst[i]->lazy = &c[i].lazy;
+  }
+  return d->info.p && d->str.p && d->aranges.p;
+}
+
 /* The exit reads only what the profile needs: resolving the line of a
  * function with no inlined calls takes no string from .debug_str (names
  * there are those of functions and types; with libc6-dbg's compressed
@@ -613,33 +642,14 @@ static size_t counted_fill(struct culpert__dwarf_lazy *lazy, size_t upto)
 static void test_symbolize_strings_read_only_when_used(void **state)
 {
   (void)state;
-  static const char *const names[] = {".debug_info",     ".debug_abbrev", ".debug_line",
-                                      ".debug_line_str", ".debug_str",    ".debug_aranges",
-                                      ".debug_rnglists"};
   char exe[PATH_MAX];
   exe_path(exe, sizeof exe);
   size_t len;
   unsigned char *elf = slurp(exe, &len);
   struct culpert__dwarf d;
-  struct culpert__dwarf_section *dst[] = {&d.info, &d.abbrev,  &d.line,    &d.line_str,
-                                          &d.str,  &d.aranges, &d.rnglists};
-  struct counted c[sizeof names / sizeof names[0]];
-  memset(&d, 0, sizeof d);
-  memset(c, 0, sizeof c);
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    size_t off, size, index;
-    find_section(elf, names[i], &off, &size, &index);
-    if (size == 0)
-      continue;
-    c[i].lazy.fill = counted_fill;
-    c[i].lazy.piecewise = i <= 4;
-    c[i].len = size;
-    dst[i]->p = elf + off;
-    dst[i]->len = size;
-    dst[i]->lazy = &c[i].lazy;
-  }
-  if (!d.info.p || !d.str.p) {
-    print_message("SKIPPED: the test binary has no DWARF with a .debug_str\n");
+  struct counted c[COUNTED_N];
+  if (!counted_dwarf(elf, &d, c)) {
+    print_message("SKIPPED: the test binary has no DWARF with .debug_str and .debug_aranges\n");
     free(elf);
     skip();
   }
@@ -653,8 +663,45 @@ static void test_symbolize_strings_read_only_when_used(void **state)
   assert_non_null(strstr(pos.file, "test_symbolize.c"));
   assert_int_equal(pos.ninl, 0);
   assert_true(pos.line >= FIXTURE_STATIC_LINE && pos.line < FIXTURE_STATIC_LINE + 5);
-  if (c[4].calls != 0)
-    fail_msg(".debug_str read %u times, up to byte %zu of %zu", c[4].calls, c[4].asked, c[4].len);
+  if (c[COUNTED_STR].calls != 0)
+    fail_msg(".debug_str read %u times, up to byte %zu of %zu", c[COUNTED_STR].calls,
+             c[COUNTED_STR].asked, c[COUNTED_STR].len);
+  culpert__pool_free(&pool);
+  free(elf);
+}
+
+extern void _start(void);
+
+/* _start (crt1.o, no DWARF) ends every libunwind stack. No range of
+ * .debug_aranges covers it, and every unit of this binary has ranges there,
+ * so no unit is opened for it (opening one reads its abbreviation table):
+ * the exit's cost must not grow with the size of the program. */
+static void test_symbolize_uncovered_address_opens_no_unit(void **state)
+{
+  (void)state;
+  char exe[PATH_MAX];
+  exe_path(exe, sizeof exe);
+  size_t len;
+  unsigned char *elf = slurp(exe, &len);
+  struct culpert__dwarf d;
+  struct counted c[COUNTED_N];
+  if (!counted_dwarf(elf, &d, c)) {
+    print_message("SKIPPED: the test binary has no DWARF with .debug_str and .debug_aranges\n");
+    free(elf);
+    skip();
+  }
+  uint64_t bias = 0;
+  dl_iterate_phdr(main_bias_cb, &bias);
+  void (*start)(void) = _start;
+  uintptr_t at;
+  memcpy(&at, &start, sizeof at);
+  uint64_t vaddr = (uint64_t)at - bias;
+  struct culpert__srcpos pos;
+  struct culpert__pool pool = {0};
+  assert_int_equal(culpert__dwarf_resolve(&d, &vaddr, 1, &pos, &pool), 0);
+  assert_null(pos.file);
+  if (c[COUNTED_ABBREV].calls != 0)
+    fail_msg(".debug_abbrev read %u times: units were opened", c[COUNTED_ABBREV].calls);
   culpert__pool_free(&pool);
   free(elf);
 }
@@ -825,6 +872,7 @@ int main(void)
       cmocka_unit_test(test_symbolize_corrupt_dwarf),
       cmocka_unit_test(test_symbolize_corrupt_compressed_dwarf),
       cmocka_unit_test(test_symbolize_strings_read_only_when_used),
+      cmocka_unit_test(test_symbolize_uncovered_address_opens_no_unit),
       cmocka_unit_test(test_symbolize_matches_llvm_symbolizer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
