@@ -672,11 +672,29 @@ static void test_symbolize_strings_read_only_when_used(void **state)
 
 extern void _start(void);
 
+/* How many units resolving `vaddr` opens (each reads its abbreviation
+ * table once), with or without .debug_aranges. */
+static unsigned units_opened(const unsigned char *elf, uint64_t vaddr, int with_aranges)
+{
+  struct culpert__dwarf d;
+  struct counted c[COUNTED_N];
+  assert_true(counted_dwarf(elf, &d, c));
+  if (!with_aranges)
+    memset(&d.aranges, 0, sizeof d.aranges);
+  struct culpert__srcpos pos;
+  struct culpert__pool pool = {0};
+  assert_int_equal(culpert__dwarf_resolve(&d, &vaddr, 1, &pos, &pool), 0);
+  assert_null(pos.file);
+  culpert__pool_free(&pool);
+  return c[COUNTED_ABBREV].calls;
+}
+
 /* _start (crt1.o, no DWARF) ends every libunwind stack. No range of
- * .debug_aranges covers it, and every unit of this binary has ranges there,
- * so no unit is opened for it (opening one reads its abbreviation table):
- * the exit's cost must not grow with the size of the program. */
-static void test_symbolize_uncovered_address_opens_no_unit(void **state)
+ * .debug_aranges covers it, so it may only be in a unit that lists no
+ * range there: the others are not opened (opening one reads its
+ * abbreviation table), and the exit's cost does not grow with the number
+ * of units in the program. Without .debug_aranges every unit is opened. */
+static void test_symbolize_uncovered_address_opens_few_units(void **state)
 {
   (void)state;
   char exe[PATH_MAX];
@@ -696,14 +714,12 @@ static void test_symbolize_uncovered_address_opens_no_unit(void **state)
   uintptr_t at;
   memcpy(&at, &start, sizeof at);
   uint64_t vaddr = (uint64_t)at - bias;
-  struct culpert__srcpos pos;
-  struct culpert__pool pool = {0};
-  assert_int_equal(culpert__dwarf_resolve(&d, &vaddr, 1, &pos, &pool), 0);
-  assert_null(pos.file);
-  if (c[COUNTED_ABBREV].calls != 0)
-    fail_msg(".debug_abbrev read %u times: units were opened", c[COUNTED_ABBREV].calls);
-  culpert__pool_free(&pool);
+  unsigned with = units_opened(elf, vaddr, 1);
+  unsigned without = units_opened(elf, vaddr, 0);
   free(elf);
+  print_message("units opened for _start: %u with .debug_aranges, %u without\n", with, without);
+  assert_true(without >= 4);
+  assert_true(with * 2 <= without);
 }
 
 /* "basename:line" of a path and line, into out. */
@@ -872,7 +888,7 @@ int main(void)
       cmocka_unit_test(test_symbolize_corrupt_dwarf),
       cmocka_unit_test(test_symbolize_corrupt_compressed_dwarf),
       cmocka_unit_test(test_symbolize_strings_read_only_when_used),
-      cmocka_unit_test(test_symbolize_uncovered_address_opens_no_unit),
+      cmocka_unit_test(test_symbolize_uncovered_address_opens_few_units),
       cmocka_unit_test(test_symbolize_matches_llvm_symbolizer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
