@@ -1208,13 +1208,31 @@ static int64_t value_at(const pb_sample *s, long idx)
  * 3M. The table grows with the distinct labels the file holds (at most one
  * per label, each kept in the budgeted decode arena).
  */
+enum label_kind { LABEL_OTHER, LABEL_SPAN_NAME, LABEL_SPAN_ID, LABEL_SPAN_PARENT };
+
 struct label_slot {
   const uint8_t *bytes; /* NULL: empty slot */
   size_t len;
   uint64_t hash;
   const Perftools__Profiles__Label *label;
-  const char *str; /* the label's string value, validated */
+  const char *str;      /* the label's string value, validated */
+  enum label_kind kind; /* from its key, worked out once */
 };
+
+/* What a label's key string index names. Indices first; strcmp only for
+ * duplicate key strings. */
+static enum label_kind label_kind(const struct builder *b, int64_t k)
+{
+  const char *key = b->strings[k];
+  if (k == b->k_span_name ||
+      (k != b->k_span_id && k != b->k_span_parent && strcmp(key, "span_name") == 0))
+    return LABEL_SPAN_NAME;
+  if (k == b->k_span_id || (k != b->k_span_parent && strcmp(key, "span_id") == 0))
+    return LABEL_SPAN_ID;
+  if (k == b->k_span_parent || strcmp(key, "span_parent_id") == 0)
+    return LABEL_SPAN_PARENT;
+  return LABEL_OTHER;
+}
 
 struct labels {
   struct label_slot *slots;
@@ -1332,7 +1350,7 @@ static int label_get(struct builder *b, struct labels *t, const ProtobufCBinaryD
     return nomem(b, b->pb_arena);
   if (bd->len)
     memcpy(copy, bd->data, bd->len);
-  t->slots[i] = (struct label_slot){copy, bd->len, h, l, str};
+  t->slots[i] = (struct label_slot){copy, bd->len, h, l, str, label_kind(b, l->key)};
   t->used++;
   *out = &t->slots[i];
   return 0;
@@ -1533,20 +1551,21 @@ static int load_sample(struct worker *w, struct labels *lt, const pb_sample *s, 
     const struct label_slot *slot = NULL;
     if ((rc = label_get(b, lt, &encoded[j], &slot)))
       return rc;
-    const Perftools__Profiles__Label *l = slot->label;
-    const char *key = b->strings[l->key], *str = slot->str;
-    /* Compare indices first; strcmp only for duplicate key strings. */
-    if (l->key == b->k_span_name ||
-        (l->key != b->k_span_id && l->key != b->k_span_parent && strcmp(key, "span_name") == 0)) {
-      if (!out.span_name && str[0])
-        out.span_name = str;
-    } else if (l->key == b->k_span_id ||
-               (l->key != b->k_span_parent && strcmp(key, "span_id") == 0)) {
+    switch (slot->kind) {
+    case LABEL_SPAN_NAME:
+      if (!out.span_name && slot->str[0])
+        out.span_name = slot->str;
+      break;
+    case LABEL_SPAN_ID:
       if (!out.span_id)
-        out.span_id = l->num;
-    } else if (l->key == b->k_span_parent || strcmp(key, "span_parent_id") == 0) {
+        out.span_id = slot->label->num;
+      break;
+    case LABEL_SPAN_PARENT:
       if (!out.span_parent_id)
-        out.span_parent_id = l->num;
+        out.span_parent_id = slot->label->num;
+      break;
+    default:
+      break;
     }
   }
 
