@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <libdeflate.h>
@@ -1426,6 +1427,10 @@ struct worker {
   struct arena labels;
   struct wide totals[NTOTALS];
   int rc;
+  unsigned index;
+  /* Lowest index of a failed worker (the count when none): a worker after
+   * it stops, as its own result can no longer be reported. */
+  atomic_uint *first_failed;
   pthread_t thread;
   bool started;
 };
@@ -1683,9 +1688,18 @@ static void *worker_run(void *arg)
     i++;
     if (b->release_input && (size_t)(q - kept) >= RELEASE_STEP)
       release_input(&kept, q);
+    if (atomic_load_explicit(w->first_failed, memory_order_relaxed) < w->index)
+      goto out;
   }
   w->done = i - w->first;
 out:
+  if (w->rc) {
+    unsigned seen = atomic_load_explicit(w->first_failed, memory_order_relaxed);
+    while (seen > w->index &&
+           !atomic_compare_exchange_weak_explicit(w->first_failed, &seen, w->index,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+    }
+  }
   arena_free(&scratch);
   labels_free(&lt);
   return NULL;
@@ -1725,6 +1739,7 @@ static int load_samples(struct builder *b, const struct sample_plan *plan, unsig
   struct worker *workers = NULL;
   unsigned nw = pick_workers(b, asked);
   struct wide totals[NTOTALS] = {{0, 0}};
+  atomic_uint first_failed;
   size_t labels_total = 0, frames_total = 0, n = b->nsamples;
   int rc = 0;
 
@@ -1734,12 +1749,15 @@ static int load_samples(struct builder *b, const struct sample_plan *plan, unsig
     return nomem(b, b->a);
   if (!(workers = calloc(nw, sizeof *workers)))
     return nomem(b, b->a);
+  atomic_init(&first_failed, nw);
   for (unsigned k = 0; k < nw; k++) {
     struct worker *w = &workers[k];
     /* Shares of about n / nw samples, each starting at a mark. */
     size_t lo = k * (n / nw) / SAMPLE_MARK_STRIDE, hi = (k + 1) * (n / nw) / SAMPLE_MARK_STRIDE;
     w->b = *b;
     w->plan = plan;
+    w->index = k;
+    w->first_failed = &first_failed;
     w->begin = k == 0 ? b->buf : b->marks[lo];
     w->end = k + 1 == nw ? b->buf + b->buflen : b->marks[hi];
     w->first = k == 0 ? 0 : lo * SAMPLE_MARK_STRIDE;
