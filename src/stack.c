@@ -29,6 +29,11 @@ typedef int (*backtrace_fn)(void **, int);
 
 static int mode = CULPERT__STACK_FP;
 
+/* Leading frames of culpert (and libunwind) a libunwind capture makes room
+ * for; at most CULPERT__STACK_SLACK. */
+#define UNWIND_SLACK 8u
+_Static_assert(UNWIND_SLACK <= CULPERT__STACK_SLACK, "ips has room for the slack");
+
 /* Held (shared) while a thread is inside libunwind, and exclusively across
  * fork(): libunwind has internal locks, and a child must not inherit one
  * held by a thread that does not exist there. */
@@ -200,6 +205,11 @@ CULPERT__NOINLINE uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max)
   uint32_t want = max + CULPERT__STACK_SLACK;
   uint32_t n;
   if (mode == CULPERT__STACK_LIBUNWIND) {
+    /* libunwind pays for every frame it steps through, so on a deep stack
+     * it is asked for no more than it needs: culpert's frames at the leaf
+     * are unw_backtrace's own, culpert__stack_capture, sample_check and a
+     * *_slow function, four; UNWIND_SLACK leaves room for twice that. */
+    want = max + UNWIND_SLACK;
     pthread_rwlock_rdlock(&capture_lock);
     n = capture_unwind(ips, want);
     pthread_rwlock_unlock(&capture_lock);
