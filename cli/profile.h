@@ -97,8 +97,10 @@ enum culpert__stacks {
 /*
  * What a command reads from the model, so the loader can skip building the
  * rest; {0} (or a NULL pointer) loads everything. Validation does not
- * depend on it: a profile one command rejects, every command rejects with
- * the same message, and only the stacks differ between the models.
+ * depend on it: a damaged profile one command rejects, every command
+ * rejects with the same message, and only the stacks differ between the
+ * models. (Only the memory budget sees the difference: a profile too large
+ * to load with its stacks may load without them.)
  */
 struct culpert__load_opts {
   enum culpert__stacks stacks;
