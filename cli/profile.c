@@ -514,10 +514,11 @@ static bool idmap_get(const struct idmap *m, uint64_t id, uint32_t *val)
 /*
  * The Profile message is walked here, field by field, and each sub-message
  * is decoded on its own by protobuf-c: mappings, locations, functions and
- * value types into the budgeted decode arena, samples one at a time into a
- * scratch arena reset between samples. Memory stays proportional to the
- * largest single message instead of the whole file, and the string table
- * is copied straight into the model.
+ * value types into the budgeted decode arena (the header walk), samples one
+ * at a time into a scratch arena reset between samples (a second walk, by
+ * the workers). Memory stays proportional to the largest single message
+ * instead of the whole file, and the string table is copied straight into
+ * the model.
  */
 enum {
   F_SAMPLE_TYPE = 1,
@@ -1732,7 +1733,7 @@ static unsigned pick_workers(const struct builder *b, unsigned asked)
   return n;
 }
 
-/* Third walk: the samples, by one or more workers. */
+/* The second walk: the samples, by one or more workers. */
 static int load_samples(struct builder *b, const struct sample_plan *plan, unsigned asked)
 {
   struct culpert__profile *p = b->p;
