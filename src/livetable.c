@@ -53,8 +53,12 @@ struct shard {
   size_t used;
 } __attribute__((aligned(64)));
 
-#define SHARD_INIT  {.lock = PTHREAD_MUTEX_INITIALIZER}
-#define SHARD_INIT8 SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT
+#define SHARD_INIT                                                                                 \
+  {                                                                                                \
+    .lock = PTHREAD_MUTEX_INITIALIZER                                                              \
+  }
+#define SHARD_INIT8                                                                                \
+  SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT
 _Static_assert(SHARDS == 64, "one initializer per shard");
 static struct shard shards[SHARDS] = {SHARD_INIT8, SHARD_INIT8, SHARD_INIT8, SHARD_INIT8,
                                       SHARD_INIT8, SHARD_INIT8, SHARD_INIT8, SHARD_INIT8};
