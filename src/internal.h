@@ -192,17 +192,19 @@ void culpert__span_reset_counters(void);
 /* ------------------------------------------------------------ livetable */
 
 /*
- * The free() filter: one bit per 16-byte granule of a 32 MiB window of the
- * address space (2^21 bits in 2^16 32-bit words: 256 KiB, read-mostly),
- * indexed by (p >> 4) mod 2^21. A bit is set while some live sampled (or
- * bootstrap arena) pointer falls on it. free() loads one word and tests
- * one bit. Two pointers share a bit only when they differ by a multiple of
- * 32 MiB, so unsampled blocks within 32 MiB of a sampled one are never
- * flagged. A bit map rather than a byte map: free() of random addresses
- * reads an eighth of the memory, which stays in cache.
+ * The free() filter: one bit per 64-byte granule of a 128 MiB window of
+ * the address space (2^21 bits in 2^16 32-bit words: 256 KiB, read-mostly),
+ * indexed by (p >> 6) mod 2^21. A bit is set while some live sampled (or
+ * bootstrap arena) pointer falls on it. free() tests one bit. Two pointers
+ * share a bit only when they lie in the same 64-byte granule or differ by
+ * a multiple of 128 MiB, so an unsampled block is flagged only next to a
+ * sampled one or by aliasing. A bit map rather than a byte map, and 64-byte
+ * rather than 16-byte granules: the frees of a heap read a quarter, then
+ * a sixteenth of the memory, which is what decides whether they hit the
+ * cache.
  */
 #define CULPERT__FILTER_BITS  21
-#define CULPERT__FILTER_SHIFT 4
+#define CULPERT__FILTER_SHIFT 6
 extern _Atomic uint32_t culpert__filter[(1u << CULPERT__FILTER_BITS) / 32u];
 
 static inline uint32_t culpert__filter_slot(const void *p)

@@ -441,19 +441,19 @@ expired:
 static inline __attribute__((always_inline)) int filter_hit(const void *p)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-  /* culpert__filter_test in asm: the slot (p >> 4) mod 2^21 is the bit
+  /* culpert__filter_test in asm: the slot (p >> shift) mod 2^bits is the bit
    * offset of a `bt` on the filter itself, which addresses the bit string
    * from its first byte (bit s is bit s mod 32 of word s / 32, as in C). */
-  _Static_assert(CULPERT__FILTER_SHIFT == 4 && CULPERT__FILTER_BITS == 21, "filter_hit constants");
-  __asm__ goto("movq %0, %%rax\n\t"
-               "shrq $4, %%rax\n\t"
-               "andl $0x1fffff, %%eax\n\t"
-               "btl %%eax, culpert__filter(%%rip)\n\t"
-               "jc %l[hit]"
-               :
-               : "r"(p)
-               : "rax", "cc", "memory"
-               : hit);
+  __asm__ goto(
+      "movq %0, %%rax\n\t"
+      "shrq %[shift], %%rax\n\t"
+      "andl %[mask], %%eax\n\t"
+      "btl %%eax, culpert__filter(%%rip)\n\t"
+      "jc %l[hit]"
+      :
+      : "r"(p), [shift] "i"(CULPERT__FILTER_SHIFT), [mask] "i"((1u << CULPERT__FILTER_BITS) - 1u)
+      : "rax", "cc", "memory"
+      : hit);
   return 0;
 hit:
   return 1;

@@ -103,21 +103,25 @@ static void test_livetable_filter_false_positives_rare(void **state)
   }
 }
 
+/* The filter's granule and the window after which slots repeat. */
+#define GRANULE ((uintptr_t)1 << CULPERT__FILTER_SHIFT)
+#define WINDOW  ((uintptr_t)1 << (CULPERT__FILTER_SHIFT + CULPERT__FILTER_BITS))
+
 /* Pointers that differ only in their high bits share a filter slot: the
  * filter must keep flagging each one while it is live, however the others
- * come and go; and a neighbour 16 bytes away is not flagged. */
+ * come and go; and a neighbour one granule away is not flagged. */
 static void test_livetable_filter_high_bits(void **state)
 {
   (void)state;
-  static const uintptr_t high[] = {0, UINT64_C(1) << 25, UINT64_C(1) << 33, UINT64_C(1) << 46,
-                                   (UINT64_C(1) << 46) + (UINT64_C(1) << 25)};
+  static const uintptr_t high[] = {0, WINDOW, UINT64_C(1) << 33, UINT64_C(1) << 46,
+                                   (UINT64_C(1) << 46) + WINDOW};
   const size_t n = sizeof high / sizeof high[0];
   struct culpert__live v = {9, 90, 1.0}, got;
   uintptr_t base = 0x100000u + 0x12340u;
   for (size_t i = 0; i < n; i++)
     assert_int_equal(culpert__live_insert((void *)(base + high[i]), &v), 0);
-  assert_false(culpert__filter_test((void *)(base + 16)));
-  assert_false(culpert__filter_test((void *)(base - 16)));
+  assert_false(culpert__filter_test((void *)(base + GRANULE)));
+  assert_false(culpert__filter_test((void *)(base - GRANULE)));
   for (size_t i = 0; i < n; i++) {
     assert_true(culpert__live_remove((void *)(base + high[i]), &got));
     assert_false(culpert__live_remove((void *)(base + high[i]), &got));
@@ -139,20 +143,20 @@ static void test_livetable_filter_saturated_slot(void **state)
   const uintptr_t base = 0x200000u + 0x4560u;
   struct culpert__live v = {4, 40, 1.0}, got;
   for (uintptr_t i = 0; i < N; i++)
-    assert_int_equal(culpert__live_insert((void *)(base + (i << 25)), &v), 0);
+    assert_int_equal(culpert__live_insert((void *)(base + i * WINDOW), &v), 0);
   assert_int_equal(culpert__live_count(), N);
   for (uintptr_t i = 0; i < N; i++) {
-    assert_true(culpert__filter_test((void *)(base + (i << 25))));
-    assert_true(culpert__live_remove((void *)(base + (i << 25)), &got));
-    assert_false(culpert__live_remove((void *)(base + (i << 25)), &got));
+    assert_true(culpert__filter_test((void *)(base + i * WINDOW)));
+    assert_true(culpert__live_remove((void *)(base + i * WINDOW), &got));
+    assert_false(culpert__live_remove((void *)(base + i * WINDOW), &got));
   }
   for (uintptr_t i = 0; i < N; i++)
-    assert_false(culpert__live_remove((void *)(base + (i << 25)), &got));
+    assert_false(culpert__live_remove((void *)(base + i * WINDOW), &got));
   assert_int_equal(culpert__live_count(), 0);
-  assert_false(culpert__filter_test((void *)(base + 16)));
-  assert_int_equal(culpert__live_insert((void *)(base + 16), &v), 0);
-  assert_true(culpert__live_remove((void *)(base + 16), &got));
-  assert_false(culpert__filter_test((void *)(base + 16)));
+  assert_false(culpert__filter_test((void *)(base + GRANULE)));
+  assert_int_equal(culpert__live_insert((void *)(base + GRANULE), &v), 0);
+  assert_true(culpert__live_remove((void *)(base + GRANULE), &got));
+  assert_false(culpert__filter_test((void *)(base + GRANULE)));
 }
 
 static void test_livetable_reset_forgets(void **state)
