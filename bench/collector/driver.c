@@ -127,6 +127,7 @@ struct cell {
 };
 
 #define NCELL 4
+enum { SMALL1, SMALL2, MIXED1, MIXED2 }; /* the cells, in order */
 static struct cell cells[NCELL] = {
     {"small", 1, 20000000, 0},
     {"small", 2, 20000000, 0},
@@ -163,6 +164,8 @@ struct bench {
   int missing_profiles;
   int callgrind_done;
   double extra_ir[2], extra_dw[2]; /* unsampled pair: glibc, jemalloc */
+  int model_done;
+  double model_mixed[2]; /* mixed 1 thread under the cache model: libunwind, fp */
   struct sample m[NCELL][NCONFIG][MAX_REPS];
   FILE *out;
 };
@@ -494,9 +497,11 @@ static int run_rounds(struct bench *b)
   return 0;
 }
 
-/* What callgrind counts for a whole run: instructions and data writes. */
+/* What callgrind counts for a whole run: instructions, data writes, and
+ * cycles estimated from its cache model: Ir + 10 per first-level miss +
+ * 100 per last-level miss (instruction and data, reads and writes). */
 struct counts {
-  double ir, dw;
+  double ir, dw, cyc;
 };
 
 /* Index of EVENT in callgrind's "events:" line, or -1. */
@@ -526,9 +531,11 @@ static double field(const char *s, int i)
   return v;
 }
 
-/* Callgrind's totals for one run of "pairs" with OPS pairs under config K
- * (EXTRA: one more environment entry). Negative values on failure. */
-static struct counts callgrind_run(struct bench *b, int k, const char *extra, uint64_t ops)
+/* Callgrind's totals for one run of workload MODE (one thread, OPS
+ * operations) under config K (EXTRA: one more environment entry).
+ * Negative values on failure. */
+static struct counts callgrind_run(struct bench *b, int k, const char *extra, const char *mode,
+                                   uint64_t ops)
 {
   char outfile[160], outarg[192], nops[32], line[512], events[512] = "";
   char *argv[] = {"valgrind",
@@ -536,12 +543,13 @@ static struct counts callgrind_run(struct bench *b, int k, const char *extra, ui
                   "--cache-sim=yes",
                   outarg,
                   (char *)b->opt.workload,
-                  "pairs",
+                  (char *)mode,
                   "1",
                   nops,
                   NULL};
+  static const char *const l1[] = {"I1mr", "D1mr", "D1mw"}, *const ll[] = {"ILmr", "DLmr", "DLmw"};
   struct sample s;
-  struct counts c = {-1, -1};
+  struct counts c = {-1, -1, -1};
   snprintf(outfile, sizeof outfile, "%s/callgrind.out", b->tmp);
   snprintf(outarg, sizeof outarg, "--callgrind-out-file=%s", outfile);
   snprintf(nops, sizeof nops, "%llu", (unsigned long long)ops);
@@ -558,6 +566,11 @@ static struct counts callgrind_run(struct bench *b, int k, const char *extra, ui
       int ir = event_index(events, "Ir"), dw = event_index(events, "Dw");
       c.ir = ir < 0 ? -1 : field(v, ir);
       c.dw = dw < 0 ? -1 : field(v, dw);
+      c.cyc = c.ir;
+      for (int i = 0; i < 3 && c.cyc >= 0; i++) {
+        int a = event_index(events, l1[i]), z = event_index(events, ll[i]);
+        c.cyc = a < 0 || z < 0 ? -1 : c.cyc + 10 * field(v, a) + 100 * field(v, z);
+      }
       break;
     }
   }
@@ -572,9 +585,9 @@ out:
 static struct counts callgrind_per_pair(struct bench *b, int k, const char *extra, uint64_t n1,
                                         uint64_t n2)
 {
-  struct counts a = callgrind_run(b, k, extra, n1);
-  struct counts z = callgrind_run(b, k, extra, n2);
-  struct counts r = {NAN, NAN};
+  struct counts a = callgrind_run(b, k, extra, "pairs", n1);
+  struct counts z = callgrind_run(b, k, extra, "pairs", n2);
+  struct counts r = {NAN, NAN, NAN};
   if (a.ir >= 0 && z.ir >= 0)
     r.ir = (z.ir - a.ir) / (double)(n2 - n1);
   if (a.dw >= 0 && z.dw >= 0)
@@ -586,6 +599,56 @@ static struct counts callgrind_per_pair(struct bench *b, int k, const char *extr
 static double tidy(double d)
 {
   return fabs(d) < 0.05 ? 0.0 : d;
+}
+
+/*
+ * The mixed workload at the default rate, 1 thread, under callgrind's
+ * cache model: repeatable where CPU time on a shared machine is not.
+ * Runs of OPS1 and OPS2 steps give a fixed part and a cost per step,
+ * extrapolated to the length the timed rounds run.
+ */
+static void run_cache_model(struct bench *b)
+{
+  FILE *o = b->out;
+  uint64_t n1 = 1000, n2 = b->opt.quick ? 20000 : 250000;
+  uint64_t full = (uint64_t)((double)cells[MIXED1].ops * b->opt.scale);
+  int ks[3] = {CFG_GLIBC, CFG_CULPERT_512K_UNWIND, CFG_CULPERT_512K_FP};
+  struct counts fixed[3], step[3];
+  if (full < n2)
+    full = n2;
+  for (int i = 0; i < 3; i++) {
+    struct counts a = callgrind_run(b, ks[i], NULL, "mixed", n1);
+    struct counts z = callgrind_run(b, ks[i], NULL, "mixed", n2);
+    if (a.ir < 0 || z.ir < 0 || a.cyc < 0 || z.cyc < 0)
+      return;
+    step[i].ir = (z.ir - a.ir) / (double)(n2 - n1);
+    step[i].cyc = (z.cyc - a.cyc) / (double)(n2 - n1);
+    fixed[i].ir = a.ir - step[i].ir * (double)n1;
+    fixed[i].cyc = a.cyc - step[i].cyc * (double)n1;
+  }
+  fprintf(o,
+          "### Mixed workload, 1 thread, default rate, under callgrind's cache model\n\n"
+          "Runs of %llu and %llu steps under `valgrind --tool=callgrind --cache-sim=yes` "
+          "(the caches valgrind detects on this machine) give a fixed part and a cost per "
+          "step; totals are extrapolated to the %llu steps of the timed rounds. Estimated "
+          "cycles = instructions + 10 per first-level miss + 100 per last-level miss. "
+          "Deterministic for a given seed (CULPERT_SEED=1), unlike CPU time here.\n\n",
+          (unsigned long long)n1, (unsigned long long)n2, (unsigned long long)full);
+  fprintf(o, "| configuration | fixed Minstr | instr per step | est. cycles per step | "
+             "total instr vs glibc | total est. cycles vs glibc |\n|---|---|---|---|---|---|\n");
+  for (int i = 0; i < 3; i++) {
+    double ir = fixed[i].ir + step[i].ir * (double)full;
+    double cyc = fixed[i].cyc + step[i].cyc * (double)full;
+    double ir0 = fixed[0].ir + step[0].ir * (double)full;
+    double cyc0 = fixed[0].cyc + step[0].cyc * (double)full;
+    fprintf(o, "| %s | %.2f | %.1f | %.1f | %+.2f%% | %+.2f%% |\n", configs[ks[i]].name,
+            fixed[i].ir / 1e6, step[i].ir, step[i].cyc, (ir / ir0 - 1) * 100,
+            (cyc / cyc0 - 1) * 100);
+    if (i > 0)
+      b->model_mixed[i - 1] = cyc / cyc0;
+  }
+  b->model_done = 1;
+  fprintf(o, "\n");
 }
 
 static void run_callgrind(struct bench *b)
@@ -631,6 +694,7 @@ static void run_callgrind(struct bench *b)
     fprintf(o, "| %s | %.0f |\n", i == 0 ? "libunwind" : "fp", y.ir - glibc_pair);
   }
   fprintf(o, "\n");
+  run_cache_model(b);
 }
 
 /* CPU time of one sampled malloc+free pair, and the fixed cost of a
@@ -695,7 +759,6 @@ static const char *verdict(int met)
 static void print_goals(struct bench *b)
 {
   FILE *o = b->out;
-  enum { SMALL1, SMALL2, MIXED1, MIXED2 };
   fprintf(o, "### Against the goals\n\n");
   if (b->opt.quick)
     fprintf(o, "(--quick: the workloads are too short for these figures to mean anything; "
@@ -718,6 +781,12 @@ static void print_goals(struct bench *b)
           "%+.1f%% (1 thread), %+.1f%% (2); fp %+.1f%%, %+.1f%% | %s (libunwind), %s (fp) |\n",
           (u1 - 1) * 100, (u2 - 1) * 100, (f1 - 1) * 100, (f2 - 1) * 100,
           verdict(u1 <= 1.03 && u2 <= 1.03), verdict(f1 <= 1.03 && f2 <= 1.03));
+  if (b->model_done)
+    fprintf(o,
+            "| the same, 1 thread, under callgrind's cache model (estimated cycles) | "
+            "libunwind %+.2f%%, fp %+.2f%% | %s (libunwind), %s (fp) |\n",
+            (b->model_mixed[0] - 1) * 100, (b->model_mixed[1] - 1) * 100,
+            verdict(b->model_mixed[0] <= 1.03), verdict(b->model_mixed[1] <= 1.03));
 
   if (b->have[CFG_JEPROF_4K]) {
     int under = 1;
