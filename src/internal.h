@@ -212,17 +212,42 @@ static inline uint32_t culpert__filter_slot(const void *p)
   return (uint32_t)((uintptr_t)p >> CULPERT__FILTER_SHIFT) & ((1u << CULPERT__FILTER_BITS) - 1u);
 }
 
-/* culpert__filter_test: one load and a bit test; may say yes for pointers
- * that merely share a slot with a sampled one, never no for a live one. */
+/*
+ * The summary in front of the filter: one bit per 32 KiB region of a 1 GiB
+ * window (2^15 bits: 4 KiB, 64 cache lines that every free() touches, so
+ * they stay in L1), set while some live sampled (or arena) pointer lies in
+ * the region. free() reads the filter only when the summary bit is set:
+ * a heap whose regions hold no sample never reaches the filter's 256 KiB.
+ */
+#define CULPERT__SUMMARY_BITS  15
+#define CULPERT__SUMMARY_SHIFT 15
+extern _Atomic uint32_t culpert__summary[(1u << CULPERT__SUMMARY_BITS) / 32u];
+
+static inline uint32_t culpert__summary_slot(const void *p)
+{
+  return (uint32_t)((uintptr_t)p >> CULPERT__SUMMARY_SHIFT) & ((1u << CULPERT__SUMMARY_BITS) - 1u);
+}
+
+static inline int culpert__summary_test(const void *p)
+{
+  uint32_t s = culpert__summary_slot(p);
+  return (atomic_load_explicit(&culpert__summary[s / 32u], memory_order_relaxed) >> (s % 32u)) & 1u;
+}
+
+/* culpert__filter_test: the summary bit, then the filter bit; may say yes
+ * for pointers that merely share a slot with a sampled one, never no for a
+ * live one. */
 static inline int culpert__filter_test(const void *p)
 {
+  if (!culpert__summary_test(p))
+    return 0;
   uint32_t s = culpert__filter_slot(p);
   return (atomic_load_explicit(&culpert__filter[s / 32u], memory_order_relaxed) >> (s % 32u)) & 1u;
 }
 
-/* culpert__filter_add / _del: count a pointer into / out of its slot
- * (slow path; the caller serialises through the live table's lock or, for
- * the bootstrap arena, through the arena's own bump). */
+/* culpert__filter_add / _del: count a pointer into / out of its filter
+ * slot and its summary region (slow path; the caller serialises through the live table's lock or,
+ * for the bootstrap arena, through the arena's own bump). */
 void culpert__filter_add(const void *p);
 
 /* A live sampled allocation. */

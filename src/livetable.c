@@ -73,33 +73,65 @@ static struct shard *shard_of(uintptr_t p)
   return &shards[mix(p) >> (64u - SHARD_BITS)];
 }
 
+_Atomic uint32_t culpert__summary[(1u << CULPERT__SUMMARY_BITS) / 32u];
+static _Atomic uint32_t summary_count[1u << CULPERT__SUMMARY_BITS];
+
+/* Set bit s of MAP (a word array) after counting one more user of it.
+ * Already set, the word is left alone, so the cache line that every free()
+ * reads is not taken away from the other cores. */
+static void bit_set(_Atomic uint32_t *map, uint32_t s)
+{
+  if (!(atomic_load(&map[s / 32u]) & (1u << (s % 32u))))
+    atomic_fetch_or(&map[s / 32u], 1u << (s % 32u));
+}
+
+/* Clear bit s of MAP once its count has dropped to zero. A concurrent add
+ * (another shard, or the bootstrap arena without any lock) may race with
+ * the clear: re-checking the count afterwards puts the bit back for it.
+ * Bits of other slots in the same word are untouched (atomic and/or). */
+static void bit_clear_if_unused(_Atomic uint32_t *map, uint32_t s, int (*in_use)(uint32_t))
+{
+  atomic_fetch_and(&map[s / 32u], ~(1u << (s % 32u)));
+  if (in_use(s))
+    bit_set(map, s);
+}
+
+static int filter_in_use(uint32_t s)
+{
+  return atomic_load(&filter_count[s]) != 0;
+}
+
+static int summary_in_use(uint32_t s)
+{
+  return atomic_load(&summary_count[s]) != 0;
+}
+
 void culpert__filter_add(const void *p)
 {
-  uint32_t s = culpert__filter_slot(p);
+  uint32_t s = culpert__filter_slot(p), r = culpert__summary_slot(p);
   uint8_t c = atomic_load(&filter_count[s]);
   while (c != COUNT_STUCK && !atomic_compare_exchange_weak(&filter_count[s], &c, (uint8_t)(c + 1)))
     ;
-  atomic_fetch_or(&culpert__filter[s / 32u], 1u << (s % 32u));
+  bit_set(culpert__filter, s);
+  atomic_fetch_add(&summary_count[r], 1);
+  bit_set(culpert__summary, r);
 }
 
-/* Remove one count from p's slot, clearing its bit at zero. A concurrent
- * culpert__filter_add (another shard, or the bootstrap arena without any
- * lock) may race with the clear: re-checking the count afterwards puts the
- * bit back for it. Bits of other slots in the same word are untouched
- * (atomic and/or). */
+/* Remove one count from p's filter slot and summary region, clearing each
+ * bit when its count reaches zero. A slot whose count is stuck keeps its
+ * region's count too, so the summary never hides a set filter bit. */
 static void filter_del(const void *p)
 {
-  uint32_t s = culpert__filter_slot(p);
+  uint32_t s = culpert__filter_slot(p), r = culpert__summary_slot(p);
   uint8_t c = atomic_load(&filter_count[s]);
   do {
     if (c == 0 || c == COUNT_STUCK)
       return;
   } while (!atomic_compare_exchange_weak(&filter_count[s], &c, (uint8_t)(c - 1)));
-  if (c != 1)
-    return;
-  atomic_fetch_and(&culpert__filter[s / 32u], ~(1u << (s % 32u)));
-  if (atomic_load(&filter_count[s]) != 0)
-    atomic_fetch_or(&culpert__filter[s / 32u], 1u << (s % 32u));
+  if (c == 1)
+    bit_clear_if_unused(culpert__filter, s, filter_in_use);
+  if (atomic_fetch_sub(&summary_count[r], 1) == 1)
+    bit_clear_if_unused(culpert__summary, r, summary_in_use);
 }
 
 static size_t home(uintptr_t p, size_t cap)

@@ -159,6 +159,38 @@ static void test_livetable_filter_saturated_slot(void **state)
   assert_false(culpert__filter_test((void *)(base + GRANULE)));
 }
 
+/* The summary in front of the filter: set for the 32 KiB region of a live
+ * sampled pointer (and, by aliasing, the same region 1 GiB further), clear
+ * for the regions around it and again once the pointer is forgotten; the
+ * filter answers inside the region. */
+static void test_livetable_summary_regions(void **state)
+{
+  (void)state;
+  const uintptr_t region = (uintptr_t)1 << CULPERT__SUMMARY_SHIFT;
+  const uintptr_t window = (uintptr_t)1 << (CULPERT__SUMMARY_SHIFT + CULPERT__SUMMARY_BITS);
+  const uintptr_t base = 0x7e1230000000u + 5 * region + 0x1040u;
+  struct culpert__live v = {6, 60, 1.0}, got;
+  assert_false(culpert__summary_test((void *)base));
+  assert_int_equal(culpert__live_insert((void *)base, &v), 0);
+  assert_true(culpert__summary_test((void *)base));
+  assert_true(culpert__summary_test((void *)(base - 0x1040u)));
+  assert_true(culpert__summary_test((void *)(base + window)));
+  assert_false(culpert__summary_test((void *)(base + region)));
+  assert_false(culpert__summary_test((void *)(base - region)));
+  assert_true(culpert__filter_test((void *)base));
+  assert_false(culpert__filter_test((void *)(base + 4 * GRANULE)));
+  assert_false(culpert__filter_test((void *)(base + region)));
+  /* A second pointer in the same region keeps it flagged after the first
+   * one goes. */
+  assert_int_equal(culpert__live_insert((void *)(base + 8 * GRANULE), &v), 0);
+  assert_true(culpert__live_remove((void *)base, &got));
+  assert_true(culpert__summary_test((void *)base));
+  assert_true(culpert__filter_test((void *)(base + 8 * GRANULE)));
+  assert_true(culpert__live_remove((void *)(base + 8 * GRANULE), &got));
+  assert_false(culpert__summary_test((void *)base));
+  assert_false(culpert__filter_test((void *)(base + 8 * GRANULE)));
+}
+
 static void test_livetable_reset_forgets(void **state)
 {
   (void)state;
@@ -179,6 +211,7 @@ int main(void)
       cmocka_unit_test(test_livetable_filter_false_positives_rare),
       cmocka_unit_test(test_livetable_filter_high_bits),
       cmocka_unit_test(test_livetable_filter_saturated_slot),
+      cmocka_unit_test(test_livetable_summary_regions),
       cmocka_unit_test(test_livetable_reset_forgets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
