@@ -177,13 +177,11 @@ static uint32_t capture_fp(uintptr_t *raw, uint32_t max)
   return culpert__stack_walk_fp(fp, t->stack_lo, t->stack_hi, raw, max);
 }
 
-static uint32_t capture_unwind(uintptr_t *raw, uint32_t max)
+/* Stepping a libunwind cursor: only when unw_backtrace is missing. Out of
+ * line, so that its context and cursor (over a kilobyte) never make the
+ * fast path's frame, which libunwind steps through on every sample. */
+static CULPERT__NOINLINE uint32_t capture_unwind_steps(uintptr_t *raw, uint32_t max)
 {
-  if (u_backtrace != NULL) {
-    /* The fast path: libunwind caches frame descriptions per thread. */
-    int n = u_backtrace((void **)raw, (int)max);
-    return n > 0 ? (uint32_t)n : 0;
-  }
   unw_context_t ctx;
   unw_cursor_t cur;
   uint32_t n = 0;
@@ -198,6 +196,16 @@ static uint32_t capture_unwind(uintptr_t *raw, uint32_t max)
   return n;
 }
 
+/* The fast path, inlined into culpert__stack_capture so that it adds no
+ * frame of its own: libunwind caches frame descriptions per thread. */
+static inline __attribute__((always_inline)) uint32_t capture_unwind(uintptr_t *raw, uint32_t max)
+{
+  if (u_backtrace == NULL)
+    return capture_unwind_steps(raw, max);
+  int n = u_backtrace((void **)raw, (int)max);
+  return n > 0 ? (uint32_t)n : 0;
+}
+
 CULPERT__NOINLINE uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max)
 {
   /* Capture culpert's own frames too (at most CULPERT__STACK_SLACK of
@@ -207,8 +215,9 @@ CULPERT__NOINLINE uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max)
   if (mode == CULPERT__STACK_LIBUNWIND) {
     /* libunwind pays for every frame it steps through, so on a deep stack
      * it is asked for no more than it needs: culpert's frames at the leaf
-     * are unw_backtrace's own, culpert__stack_capture, sample_check and a
-     * *_slow function, four; UNWIND_SLACK leaves room for twice that. */
+     * are unw_backtrace's own, culpert__stack_capture and a *_slow
+     * function (sample_check is inlined into it), three; UNWIND_SLACK
+     * leaves room for more than twice that. */
     want = max + UNWIND_SLACK;
     pthread_rwlock_rdlock(&capture_lock);
     n = capture_unwind(ips, want);
