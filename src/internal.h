@@ -246,8 +246,9 @@ static inline int culpert__filter_test(const void *p)
 }
 
 /* culpert__filter_add / _del: count a pointer into / out of its filter
- * slot and its summary region (slow path; the caller serialises through the live table's lock or,
- * for the bootstrap arena, through the arena's own bump). */
+ * slot and its summary region (slow path; the caller serialises through a
+ * live table shard's lock or, for the bootstrap arena, through the
+ * arena's own bump). */
 void culpert__filter_add(const void *p);
 
 /* A live sampled allocation. */

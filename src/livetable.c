@@ -2,14 +2,16 @@
 /*
  * livetable.c: which pointers are live sampled allocations.
  *
- * Two parts. The filter is a static 256 KiB bit map read by every free()
- * with one load and a bit test; a bit is set only while some live sampled
- * (or bootstrap arena) pointer falls on its 16-byte granule modulo 32 MiB,
- * so almost every free() of an unsampled block costs nothing more.
- * Per-slot counts, touched only on the slow path, say when a bit may be
- * cleared. Behind the filter, a hash table (linear probing, mmap'd,
- * doubled when half full, split into 64 locked shards) maps each live
- * sampled pointer to its record bucket, size and weight.
+ * Two parts. In front, two static bit maps: a 4 KiB summary with a bit
+ * per 32 KiB region (modulo 1 GiB), read by every free(), and a 256 KiB
+ * filter with a bit per 64-byte granule (modulo 128 MiB), read only when
+ * the summary bit is set. A bit is set only while some live sampled (or
+ * bootstrap arena) pointer falls on it, so almost every free() of an
+ * unsampled block costs nothing more. Counts per region and per granule,
+ * touched only on the slow path, say when a bit may be cleared. Behind
+ * them, a hash table (linear probing, mmap'd, doubled when half full,
+ * split into 64 locked shards) maps each live sampled pointer to its
+ * record bucket, size and weight.
  *
  * Runs inside malloc: the table's memory comes from mmap, never from
  * malloc; a shard's lock is taken only on the slow path.
@@ -85,25 +87,14 @@ static void bit_set(_Atomic uint32_t *map, uint32_t s)
     atomic_fetch_or(&map[s / 32u], 1u << (s % 32u));
 }
 
-/* Clear bit s of MAP once its count has dropped to zero. A concurrent add
+/* Clear bit s of MAP, whose count has dropped to zero. A concurrent add
  * (another shard, or the bootstrap arena without any lock) may race with
- * the clear: re-checking the count afterwards puts the bit back for it.
- * Bits of other slots in the same word are untouched (atomic and/or). */
-static void bit_clear_if_unused(_Atomic uint32_t *map, uint32_t s, int (*in_use)(uint32_t))
+ * the clear: the caller re-checks the count afterwards and puts the bit
+ * back for it. Bits of other slots in the same word are untouched (atomic
+ * and/or). */
+static void bit_clear(_Atomic uint32_t *map, uint32_t s)
 {
   atomic_fetch_and(&map[s / 32u], ~(1u << (s % 32u)));
-  if (in_use(s))
-    bit_set(map, s);
-}
-
-static int filter_in_use(uint32_t s)
-{
-  return atomic_load(&filter_count[s]) != 0;
-}
-
-static int summary_in_use(uint32_t s)
-{
-  return atomic_load(&summary_count[s]) != 0;
 }
 
 void culpert__filter_add(const void *p)
@@ -128,10 +119,16 @@ static void filter_del(const void *p)
     if (c == 0 || c == COUNT_STUCK)
       return;
   } while (!atomic_compare_exchange_weak(&filter_count[s], &c, (uint8_t)(c - 1)));
-  if (c == 1)
-    bit_clear_if_unused(culpert__filter, s, filter_in_use);
-  if (atomic_fetch_sub(&summary_count[r], 1) == 1)
-    bit_clear_if_unused(culpert__summary, r, summary_in_use);
+  if (c == 1) {
+    bit_clear(culpert__filter, s);
+    if (atomic_load(&filter_count[s]) != 0)
+      bit_set(culpert__filter, s);
+  }
+  if (atomic_fetch_sub(&summary_count[r], 1) == 1) {
+    bit_clear(culpert__summary, r);
+    if (atomic_load(&summary_count[r]) != 0)
+      bit_set(culpert__summary, r);
+  }
 }
 
 static size_t home(uintptr_t p, size_t cap)

@@ -440,36 +440,32 @@ expired:
 #endif
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* Jump to LABEL when bit (p >> SHIFT) mod 2^BITS of the bit map MAP is
+ * set: that slot is the bit offset of a `bt` on the map itself, which
+ * addresses the bit string from its first byte (bit s is bit s mod 32 of
+ * word s / 32, as in C). */
+#define BIT_SET_GOTO(p, map, shift, bits, label)                                                   \
+  __asm__ goto("movq %0, %%rax\n\t"                                                                \
+               "shrq %[sh], %%rax\n\t"                                                             \
+               "andl %[mask], %%eax\n\t"                                                           \
+               "btl %%eax, " #map "(%%rip)\n\t"                                                    \
+               "jc %l[" #label "]"                                                                 \
+               :                                                                                   \
+               : "r"(p), [sh] "i"(shift), [mask] "i"((1u << (bits)) - 1u)                          \
+               : "rax", "cc", "memory"                                                             \
+               : label)
+#endif
+
 static inline __attribute__((always_inline)) int filter_hit(const void *p)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-  /* culpert__filter_test in asm: the summary slot (p >> 15) mod 2^15, then
-   * the filter slot (p >> 6) mod 2^21, each the bit offset of a `bt` on
-   * its map, which addresses the bit string from its first byte (bit s is
-   * bit s mod 32 of word s / 32, as in C). The filter is read only when
-   * the summary bit is set. */
-  __asm__ goto(
-      "movq %0, %%rax\n\t"
-      "shrq %[shift], %%rax\n\t"
-      "andl %[mask], %%eax\n\t"
-      "btl %%eax, culpert__summary(%%rip)\n\t"
-      "jc %l[maybe]"
-      :
-      : "r"(p), [shift] "i"(CULPERT__SUMMARY_SHIFT), [mask] "i"((1u << CULPERT__SUMMARY_BITS) - 1u)
-      : "rax", "cc", "memory"
-      : maybe);
+  /* culpert__filter_test in asm: the summary bit, then, only when it is
+   * set, the filter bit. */
+  BIT_SET_GOTO(p, culpert__summary, CULPERT__SUMMARY_SHIFT, CULPERT__SUMMARY_BITS, maybe);
   return 0;
 maybe:
-  __asm__ goto(
-      "movq %0, %%rax\n\t"
-      "shrq %[shift], %%rax\n\t"
-      "andl %[mask], %%eax\n\t"
-      "btl %%eax, culpert__filter(%%rip)\n\t"
-      "jc %l[hit]"
-      :
-      : "r"(p), [shift] "i"(CULPERT__FILTER_SHIFT), [mask] "i"((1u << CULPERT__FILTER_BITS) - 1u)
-      : "rax", "cc", "memory"
-      : hit);
+  BIT_SET_GOTO(p, culpert__filter, CULPERT__FILTER_SHIFT, CULPERT__FILTER_BITS, hit);
   return 0;
 hit:
   return 1;

@@ -634,6 +634,26 @@ static int counted_dwarf(const unsigned char *elf, struct culpert__dwarf *d,
   return d->info.p && d->str.p && d->aranges.p;
 }
 
+/* The test binary's bytes, its load bias in *bias, and its DWARF with
+ * every section read counted; skips the test when the binary has no
+ * .debug_str or .debug_aranges. */
+static unsigned char *self_counted_dwarf(struct culpert__dwarf *d, struct counted *c,
+                                         uint64_t *bias)
+{
+  char exe[PATH_MAX];
+  exe_path(exe, sizeof exe);
+  size_t len;
+  unsigned char *elf = slurp(exe, &len);
+  if (!counted_dwarf(elf, d, c)) {
+    print_message("SKIPPED: the test binary has no DWARF with .debug_str and .debug_aranges\n");
+    free(elf);
+    skip();
+  }
+  *bias = 0;
+  dl_iterate_phdr(main_bias_cb, bias);
+  return elf;
+}
+
 /* The exit reads only what the profile needs: resolving the line of a
  * function with no inlined calls takes no string from .debug_str (names
  * there are those of functions and types; with libc6-dbg's compressed
@@ -642,19 +662,10 @@ static int counted_dwarf(const unsigned char *elf, struct culpert__dwarf *d,
 static void test_symbolize_strings_read_only_when_used(void **state)
 {
   (void)state;
-  char exe[PATH_MAX];
-  exe_path(exe, sizeof exe);
-  size_t len;
-  unsigned char *elf = slurp(exe, &len);
   struct culpert__dwarf d;
   struct counted c[COUNTED_N];
-  if (!counted_dwarf(elf, &d, c)) {
-    print_message("SKIPPED: the test binary has no DWARF with .debug_str and .debug_aranges\n");
-    free(elf);
-    skip();
-  }
-  uint64_t bias = 0;
-  dl_iterate_phdr(main_bias_cb, &bias);
+  uint64_t bias;
+  unsigned char *elf = self_counted_dwarf(&d, c, &bias);
   uint64_t vaddr = (uint64_t)(uintptr_t)symbolize_fixture_static - bias + 4;
   struct culpert__srcpos pos;
   struct culpert__pool pool = {0};
@@ -697,19 +708,10 @@ static unsigned units_opened(const unsigned char *elf, uint64_t vaddr, int with_
 static void test_symbolize_uncovered_address_opens_few_units(void **state)
 {
   (void)state;
-  char exe[PATH_MAX];
-  exe_path(exe, sizeof exe);
-  size_t len;
-  unsigned char *elf = slurp(exe, &len);
   struct culpert__dwarf d;
   struct counted c[COUNTED_N];
-  if (!counted_dwarf(elf, &d, c)) {
-    print_message("SKIPPED: the test binary has no DWARF with .debug_str and .debug_aranges\n");
-    free(elf);
-    skip();
-  }
-  uint64_t bias = 0;
-  dl_iterate_phdr(main_bias_cb, &bias);
+  uint64_t bias;
+  unsigned char *elf = self_counted_dwarf(&d, c, &bias);
   void (*start)(void) = _start;
   uintptr_t at;
   memcpy(&at, &start, sizeof at);
