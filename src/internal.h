@@ -192,18 +192,15 @@ void culpert__span_reset_counters(void);
 /* ------------------------------------------------------------ livetable */
 
 /*
- * The free() filter: one bit per 64-byte granule of a 128 MiB window of
- * the address space (2^21 bits in 2^16 32-bit words: 256 KiB, read-mostly),
- * indexed by (p >> 6) mod 2^21. A bit is set while some live sampled (or
- * bootstrap arena) pointer falls on it. free() tests one bit. Two pointers
- * share a bit only when they lie in the same 64-byte granule or differ by
- * a multiple of 128 MiB, so an unsampled block is flagged only next to a
- * sampled one or by aliasing. A bit map rather than a byte map, and 64-byte
- * rather than 16-byte granules: the frees of a heap read a quarter, then
- * a sixteenth of the memory, which is what decides whether they hit the
- * cache.
+ * The free() filter: one bit per 64-byte granule of a 1 GiB window of the
+ * address space (2^24 bits: 2 MiB, read-mostly, its pages touched only
+ * where samples fall), indexed by (p >> 6) mod 2^24. A bit is set while
+ * some live sampled pointer falls on it, and for good over the bootstrap
+ * arena. free() tests one bit. Two pointers share a bit only when they lie
+ * in the same 64-byte granule or differ by a multiple of 1 GiB, so an
+ * unsampled block is flagged only next to a sampled one or by aliasing.
  */
-#define CULPERT__FILTER_BITS  21
+#define CULPERT__FILTER_BITS  24
 #define CULPERT__FILTER_SHIFT 6
 extern _Atomic uint32_t culpert__filter[(1u << CULPERT__FILTER_BITS) / 32u];
 
@@ -213,11 +210,12 @@ static inline uint32_t culpert__filter_slot(const void *p)
 }
 
 /*
- * The summary in front of the filter: one bit per 32 KiB region of a 1 GiB
- * window (2^15 bits: 4 KiB, 64 cache lines that every free() touches, so
- * they stay in L1), set while some live sampled (or arena) pointer lies in
- * the region. free() reads the filter only when the summary bit is set:
- * a heap whose regions hold no sample never reaches the filter's 256 KiB.
+ * The summary in front of the filter: one bit per 32 KiB region of the same
+ * 1 GiB window (2^15 bits: 4 KiB, 64 cache lines that every free() touches,
+ * so they stay in L1), set exactly while the region's 512 filter bits (one
+ * line of the filter) are not all clear. free() reads the filter only when
+ * the summary bit is set: a heap whose regions hold no sample never
+ * reaches the filter.
  */
 #define CULPERT__SUMMARY_BITS  15
 #define CULPERT__SUMMARY_SHIFT 15
@@ -245,11 +243,11 @@ static inline int culpert__filter_test(const void *p)
   return (atomic_load_explicit(&culpert__filter[s / 32u], memory_order_relaxed) >> (s % 32u)) & 1u;
 }
 
-/* culpert__filter_add / _del: count a pointer into / out of its filter
- * slot and its summary region (slow path; the caller serialises through a
- * live table shard's lock or, for the bootstrap arena, through the
- * arena's own bump). */
-void culpert__filter_add(const void *p);
+/* culpert__filter_pin: flag every granule of [p, p + n) for good (the
+ * bootstrap arena, so its blocks reach free()'s slow path). One range only,
+ * pinned before any sample is taken; a later call replaces the range that
+ * is kept from being cleared. */
+void culpert__filter_pin(const void *p, size_t n);
 
 /* A live sampled allocation. */
 struct culpert__live {
@@ -265,11 +263,22 @@ struct culpert__live {
  */
 int culpert__live_insert(const void *p, const struct culpert__live *v);
 
+/* culpert__live_prefetch: start loading what culpert__live_insert(p) will
+ * write (p's shard and filter line), so that the misses overlap with the
+ * stack walk in between. */
+void culpert__live_prefetch(const void *p);
+
 /*
  * culpert__live_remove: forget p if it is a live sampled pointer. Returns 1
  * and fills *v when it was, 0 otherwise (slow path; takes the lock).
  */
 int culpert__live_remove(const void *p, struct culpert__live *v);
+
+/* culpert__live_add_inuse: add every live sampled pointer to the in-use
+ * totals of its bucket in b[0..nb) (pointers of later buckets are left
+ * out). Takes each shard's lock in turn. */
+struct culpert__bucket;
+void culpert__live_add_inuse(struct culpert__bucket *b, size_t nb);
 
 /* culpert__live_count: number of live sampled pointers. */
 size_t culpert__live_count(void);
@@ -328,7 +337,7 @@ struct culpert__bucket {
   uint64_t ip_off; /* first of `depth` entries in the ip pool */
   double alloc_objects;
   double alloc_bytes;
-  double inuse_objects;
+  double inuse_objects; /* zero here; a snapshot sums the live table */
   double inuse_bytes;
   uint64_t samples;
 };
@@ -341,9 +350,6 @@ struct culpert__bucket {
  */
 int64_t culpert__record_sample(const uintptr_t *ips, uint32_t depth, uint32_t span, uint64_t size,
                                double w);
-
-/* culpert__record_release: a live sampled allocation was freed. */
-void culpert__record_release(uint32_t bucket, uint64_t size, double w);
 
 /*
  * culpert__record_copy: a consistent copy of every bucket for a snapshot,

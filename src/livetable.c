@@ -2,16 +2,23 @@
 /*
  * livetable.c: which pointers are live sampled allocations.
  *
- * Two parts. In front, two static bit maps: a 4 KiB summary with a bit
- * per 32 KiB region (modulo 1 GiB), read by every free(), and a 256 KiB
- * filter with a bit per 64-byte granule (modulo 128 MiB), read only when
- * the summary bit is set. A bit is set only while some live sampled (or
- * bootstrap arena) pointer falls on it, so almost every free() of an
- * unsampled block costs nothing more. Counts per region and per granule,
- * touched only on the slow path, say when a bit may be cleared. Behind
- * them, a hash table (linear probing, mmap'd, doubled when half full,
- * split into 64 locked shards) maps each live sampled pointer to its
- * record bucket, size and weight.
+ * Two parts. In front, two static bit maps over the same 1 GiB window of
+ * the address space: a 4 KiB summary with a bit per 32 KiB region, read by
+ * every free(), and a 2 MiB filter with a bit per 64-byte granule, read
+ * only when the summary bit is set. A region's 512 filter bits are one
+ * 64-byte line of the filter, and its summary bit is set exactly while
+ * that line is not all zero. A filter bit is set while some live sampled
+ * pointer falls on its granule (or for good, over the bootstrap arena), so
+ * almost every free() of an unsampled block costs nothing more.
+ *
+ * Behind them, a hash table (linear probing, mmap'd, doubled when half
+ * full, split into 64 locked shards) maps each live sampled pointer to its
+ * record bucket, size and weight. A region belongs to one shard, so the
+ * shard's lock serialises every write to the region's filter line; inside
+ * a shard, pointers that share a granule bit share a home slot, so the
+ * probe run from that home says whether the bit is still needed. A sampled
+ * allocation and its free touch the shard, one table entry and one filter
+ * line, and take one lock each: no counts, no other shared state.
  *
  * Runs inside malloc: the table's memory comes from mmap, never from
  * malloc; a shard's lock is taken only on the slow path.
@@ -24,12 +31,14 @@
 #include "internal.h"
 
 _Atomic uint32_t culpert__filter[(1u << CULPERT__FILTER_BITS) / 32u];
-/* How many live pointers fall on each slot. A count that reaches
- * COUNT_STUCK stays there and its bit stays set for good: that costs
- * false positives on one slot, never a miss, and lets a byte do (2 MiB,
- * touched a page at a time, instead of 8 MiB of 32-bit counts). */
-#define COUNT_STUCK 255u
-static _Atomic uint8_t filter_count[1u << CULPERT__FILTER_BITS];
+_Atomic uint32_t culpert__summary[(1u << CULPERT__SUMMARY_BITS) / 32u];
+
+_Static_assert(CULPERT__FILTER_SHIFT + CULPERT__FILTER_BITS ==
+                   CULPERT__SUMMARY_SHIFT + CULPERT__SUMMARY_BITS,
+               "the filter and the summary cover the same window");
+/* Filter words per region: one 64-byte line. */
+#define LINE_WORDS (1u << (CULPERT__SUMMARY_SHIFT - CULPERT__FILTER_SHIFT - 5u))
+_Static_assert(LINE_WORDS * sizeof(uint32_t) == 64, "a region's filter bits fill one line");
 
 struct entry {
   uintptr_t ptr; /* 0 = empty */
@@ -40,9 +49,9 @@ struct entry {
 };
 
 /*
- * The table is split into shards by pointer hash, each with its own lock,
- * so threads sampling at high rates rarely meet on the same lock or the
- * same cache lines (one shard per 64-byte line).
+ * The table is split into shards by region, each with its own lock, so
+ * threads sampling at high rates rarely meet on the same lock or the same
+ * cache lines (one shard per 64-byte line).
  */
 #define SHARD_BITS       6u
 #define SHARDS           (1u << SHARD_BITS)
@@ -65,87 +74,121 @@ _Static_assert(SHARDS == 64, "one initializer per shard");
 static struct shard shards[SHARDS] = {SHARD_INIT8, SHARD_INIT8, SHARD_INIT8, SHARD_INIT8,
                                       SHARD_INIT8, SHARD_INIT8, SHARD_INIT8, SHARD_INIT8};
 
-static uint64_t mix(uintptr_t p)
+/* The bootstrap arena's granules, flagged for good: [pin_first, +pin_count)
+ * modulo the window (set once, before any sample). */
+static _Atomic uint32_t pin_first, pin_count;
+
+static uint64_t mix(uint64_t v)
 {
-  return (uint64_t)p * UINT64_C(0x9E3779B97F4A7C15);
+  return v * UINT64_C(0x9E3779B97F4A7C15);
 }
 
-static struct shard *shard_of(uintptr_t p)
+static struct shard *shard_of(const void *p)
 {
-  return &shards[mix(p) >> (64u - SHARD_BITS)];
+  return &shards[mix(culpert__summary_slot(p) + 1u) >> (64u - SHARD_BITS)];
 }
 
-_Atomic uint32_t culpert__summary[(1u << CULPERT__SUMMARY_BITS) / 32u];
-static _Atomic uint32_t summary_count[1u << CULPERT__SUMMARY_BITS];
-
-/* Set bit s of MAP (a word array) after counting one more user of it.
- * Already set, the word is left alone, so the cache line that every free()
- * reads is not taken away from the other cores. */
-static void bit_set(_Atomic uint32_t *map, uint32_t s)
+/* The home slot of every pointer on granule bit g. */
+static size_t home(uint32_t g, size_t cap)
 {
-  if (!(atomic_load(&map[s / 32u]) & (1u << (s % 32u))))
-    atomic_fetch_or(&map[s / 32u], 1u << (s % 32u));
+  return (size_t)(mix(g) >> 17) & (cap - 1);
 }
 
-/* Clear bit s of MAP, whose count has dropped to zero. A concurrent add
- * (another shard, or the bootstrap arena without any lock) may race with
- * the clear: the caller re-checks the count afterwards and puts the bit
- * back for it. Bits of other slots in the same word are untouched (atomic
- * and/or). */
-static void bit_clear(_Atomic uint32_t *map, uint32_t s)
+static uint32_t word_of(uint32_t bit)
 {
-  atomic_fetch_and(&map[s / 32u], ~(1u << (s % 32u)));
+  return bit / 32u;
 }
 
-void culpert__filter_add(const void *p)
+static uint32_t mask_of(uint32_t bit)
 {
-  uint32_t s = culpert__filter_slot(p), r = culpert__summary_slot(p);
-  uint8_t c = atomic_load(&filter_count[s]);
-  while (c != COUNT_STUCK && !atomic_compare_exchange_weak(&filter_count[s], &c, (uint8_t)(c + 1)))
-    ;
-  bit_set(culpert__filter, s);
-  atomic_fetch_add(&summary_count[r], 1);
-  bit_set(culpert__summary, r);
+  return 1u << (bit % 32u);
 }
 
-/* Remove one count from p's filter slot and summary region, clearing each
- * bit when its count reaches zero. A slot whose count is stuck keeps its
- * region's count too, so the summary never hides a set filter bit. */
-static void filter_del(const void *p)
+/* Set summary bit r unless it is set already: the word every free() reads
+ * is written only when a region changes state. Other regions' bits in the
+ * word belong to other shards, hence the atomic or. */
+static void summary_set(uint32_t r)
 {
-  uint32_t s = culpert__filter_slot(p), r = culpert__summary_slot(p);
-  uint8_t c = atomic_load(&filter_count[s]);
-  do {
-    if (c == 0 || c == COUNT_STUCK)
-      return;
-  } while (!atomic_compare_exchange_weak(&filter_count[s], &c, (uint8_t)(c - 1)));
-  if (c == 1) {
-    bit_clear(culpert__filter, s);
-    if (atomic_load(&filter_count[s]) != 0)
-      bit_set(culpert__filter, s);
+  if (!(atomic_load_explicit(&culpert__summary[word_of(r)], memory_order_relaxed) & mask_of(r)))
+    atomic_fetch_or(&culpert__summary[word_of(r)], mask_of(r));
+}
+
+/* Set filter bit g (its shard's lock held: no other writer of its line). */
+static void filter_set(uint32_t g)
+{
+  _Atomic uint32_t *w = &culpert__filter[word_of(g)];
+  uint32_t v = atomic_load_explicit(w, memory_order_relaxed);
+  if (!(v & mask_of(g)))
+    atomic_store_explicit(w, v | mask_of(g), memory_order_release);
+  summary_set(g >> (CULPERT__SUMMARY_SHIFT - CULPERT__FILTER_SHIFT));
+}
+
+static int pinned(uint32_t g)
+{
+  uint32_t off = (g - atomic_load_explicit(&pin_first, memory_order_relaxed)) &
+                 ((1u << CULPERT__FILTER_BITS) - 1u);
+  return off < atomic_load_explicit(&pin_count, memory_order_relaxed);
+}
+
+/* Clear filter bit g, and its region's summary bit when that leaves the
+ * region's line empty (its shard's lock held). */
+static void filter_clear(uint32_t g)
+{
+  if (pinned(g))
+    return;
+  _Atomic uint32_t *w = &culpert__filter[word_of(g)];
+  atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) & ~mask_of(g),
+                        memory_order_relaxed);
+  uint32_t r = g >> (CULPERT__SUMMARY_SHIFT - CULPERT__FILTER_SHIFT);
+  const _Atomic uint32_t *line = &culpert__filter[r * LINE_WORDS];
+  uint32_t any = 0;
+  for (uint32_t i = 0; i < LINE_WORDS; i++)
+    any |= atomic_load_explicit(&line[i], memory_order_relaxed);
+  if (any == 0)
+    atomic_fetch_and(&culpert__summary[word_of(r)], ~mask_of(r));
+}
+
+void culpert__filter_pin(const void *p, size_t n)
+{
+  if (n == 0)
+    return;
+  uint32_t first = culpert__filter_slot(p);
+  uint64_t count = (((uintptr_t)p + n - 1) >> CULPERT__FILTER_SHIFT) -
+                   ((uintptr_t)p >> CULPERT__FILTER_SHIFT) + 1u;
+  if (count > (1u << CULPERT__FILTER_BITS))
+    count = 1u << CULPERT__FILTER_BITS;
+  atomic_store(&pin_first, first);
+  atomic_store(&pin_count, (uint32_t)count);
+  for (uint64_t i = 0; i < count; i++) {
+    uint32_t g = (first + (uint32_t)i) & ((1u << CULPERT__FILTER_BITS) - 1u);
+    atomic_fetch_or(&culpert__filter[word_of(g)], mask_of(g));
+    summary_set(g >> (CULPERT__SUMMARY_SHIFT - CULPERT__FILTER_SHIFT));
   }
-  if (atomic_fetch_sub(&summary_count[r], 1) == 1) {
-    bit_clear(culpert__summary, r);
-    if (atomic_load(&summary_count[r]) != 0)
-      bit_set(culpert__summary, r);
-  }
-}
-
-static size_t home(uintptr_t p, size_t cap)
-{
-  return (size_t)(mix(p) >> 17) & (cap - 1);
 }
 
 static struct entry *find(const struct shard *sh, uintptr_t p)
 {
   if (sh->capacity == 0)
     return NULL;
-  for (size_t i = home(p, sh->capacity);; i = (i + 1) & (sh->capacity - 1)) {
+  size_t mask = sh->capacity - 1;
+  for (size_t i = home(culpert__filter_slot((void *)p), sh->capacity);; i = (i + 1) & mask) {
     if (sh->table[i].ptr == p)
       return &sh->table[i];
     if (sh->table[i].ptr == 0)
       return NULL;
   }
+}
+
+/* Whether a live pointer other than the ones removed falls on granule bit
+ * g: every such pointer sits in the probe run that starts at g's home. */
+static int granule_in_use(const struct shard *sh, uint32_t g)
+{
+  size_t mask = sh->capacity - 1;
+  for (size_t i = home(g, sh->capacity); sh->table[i].ptr != 0; i = (i + 1) & mask) {
+    if (culpert__filter_slot((void *)sh->table[i].ptr) == g)
+      return 1;
+  }
+  return 0;
 }
 
 static int grow(struct shard *sh)
@@ -158,7 +201,7 @@ static int grow(struct shard *sh)
   for (size_t i = 0; i < sh->capacity; i++) {
     if (sh->table[i].ptr == 0)
       continue;
-    size_t j = home(sh->table[i].ptr, ncap);
+    size_t j = home(culpert__filter_slot((void *)sh->table[i].ptr), ncap);
     while (nt[j].ptr != 0)
       j = (j + 1) & (ncap - 1);
     nt[j] = sh->table[i];
@@ -170,23 +213,30 @@ static int grow(struct shard *sh)
   return 0;
 }
 
+void culpert__live_prefetch(const void *p)
+{
+  __builtin_prefetch(shard_of(p), 1);
+  __builtin_prefetch(&culpert__filter[word_of(culpert__filter_slot(p))], 1);
+}
+
 int culpert__live_insert(const void *p, const struct culpert__live *v)
 {
   int rc = 0;
   uintptr_t key = (uintptr_t)p;
-  struct shard *sh = shard_of(key);
+  struct shard *sh = shard_of(p);
   pthread_mutex_lock(&sh->lock);
   struct entry *e = find(sh, key);
   if (e == NULL) {
     if ((sh->used + 1) * 2 > sh->capacity && (rc = grow(sh)) != 0)
       goto out;
-    size_t i = home(key, sh->capacity);
+    uint32_t g = culpert__filter_slot(p);
+    size_t i = home(g, sh->capacity);
     while (sh->table[i].ptr != 0)
       i = (i + 1) & (sh->capacity - 1);
     e = &sh->table[i];
     e->ptr = key;
     sh->used++;
-    culpert__filter_add(p);
+    filter_set(g);
   }
   e->bucket = v->bucket;
   e->size = v->size;
@@ -196,24 +246,17 @@ out:
   return rc;
 }
 
-int culpert__live_remove(const void *p, struct culpert__live *v)
+/* Take entry e out of its shard (lock held): backward-shift deletion keeps
+ * every probe run unbroken, then the granule bit goes if no other live
+ * pointer needs it. */
+static void delete_entry(struct shard *sh, struct entry *e)
 {
-  int found = 0;
-  struct shard *sh = shard_of((uintptr_t)p);
-  pthread_mutex_lock(&sh->lock);
-  struct entry *e = find(sh, (uintptr_t)p);
-  if (e == NULL)
-    goto out;
-  v->bucket = e->bucket;
-  v->size = e->size;
-  v->weight = e->weight;
-  found = 1;
-  /* Backward-shift deletion keeps every probe chain unbroken. */
   struct entry *t = sh->table;
   size_t mask = sh->capacity - 1;
   size_t i = (size_t)(e - t);
+  uint32_t g = culpert__filter_slot((void *)e->ptr);
   for (size_t j = (i + 1) & mask; t[j].ptr != 0; j = (j + 1) & mask) {
-    size_t h = home(t[j].ptr, sh->capacity);
+    size_t h = home(culpert__filter_slot((void *)t[j].ptr), sh->capacity);
     /* Move j into the hole at i when its home is not in (i, j]. */
     if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
       t[i] = t[j];
@@ -222,10 +265,42 @@ int culpert__live_remove(const void *p, struct culpert__live *v)
   }
   t[i].ptr = 0;
   sh->used--;
-  filter_del(p);
+  if (!granule_in_use(sh, g))
+    filter_clear(g);
+}
+
+int culpert__live_remove(const void *p, struct culpert__live *v)
+{
+  int found = 0;
+  struct shard *sh = shard_of(p);
+  pthread_mutex_lock(&sh->lock);
+  struct entry *e = find(sh, (uintptr_t)p);
+  if (e == NULL)
+    goto out;
+  v->bucket = e->bucket;
+  v->size = e->size;
+  v->weight = e->weight;
+  found = 1;
+  delete_entry(sh, e);
 out:
   pthread_mutex_unlock(&sh->lock);
   return found;
+}
+
+void culpert__live_add_inuse(struct culpert__bucket *b, size_t nb)
+{
+  for (unsigned k = 0; k < SHARDS; k++) {
+    struct shard *sh = &shards[k];
+    pthread_mutex_lock(&sh->lock);
+    for (size_t i = 0; i < sh->capacity; i++) {
+      const struct entry *e = &sh->table[i];
+      if (e->ptr == 0 || e->bucket >= nb)
+        continue;
+      b[e->bucket].inuse_objects += e->weight;
+      b[e->bucket].inuse_bytes += e->weight * (double)e->size;
+    }
+    pthread_mutex_unlock(&sh->lock);
+  }
 }
 
 size_t culpert__live_count(void)
@@ -244,10 +319,10 @@ void culpert__live_reset(void)
   for (unsigned k = 0; k < SHARDS; k++) {
     struct shard *sh = &shards[k];
     for (size_t i = 0; i < sh->capacity; i++) {
-      if (sh->table[i].ptr != 0) {
-        filter_del((const void *)sh->table[i].ptr);
-        sh->table[i].ptr = 0;
-      }
+      uintptr_t p = sh->table[i].ptr;
+      sh->table[i].ptr = 0;
+      if (p != 0)
+        filter_clear(culpert__filter_slot((void *)p));
     }
     sh->used = 0;
   }

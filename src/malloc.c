@@ -61,12 +61,14 @@ static __thread int resolving CULPERT__TLS_MODEL;
 /* ---------------------------------------------------------------- bootstrap arena */
 
 /* Allocations made before the real allocator is known. Never freed, never
- * reused; every block is flagged in the free() filter so that free(),
- * realloc() and malloc_usable_size() recognise it on their slow path. */
+ * reused; the whole arena is flagged in the free() filter so that free(),
+ * realloc() and malloc_usable_size() recognise its blocks on their slow
+ * path. */
 #define ARENA_SIZE   (256u * 1024u)
 #define ARENA_HEADER 16u
 static _Alignas(4096) unsigned char arena[ARENA_SIZE];
 static atomic_size_t arena_used;
+static atomic_int arena_pinned;
 
 static int in_arena(const void *p)
 {
@@ -80,12 +82,15 @@ static void *arena_alloc(size_t n, size_t align)
   if (n > ARENA_SIZE || align > 4096 || (align & (align - 1)) != 0)
     return NULL;
   size_t need = n + align + ARENA_HEADER;
+  /* The whole arena is flagged in the filter before its first block goes
+   * out: resolution, its only user, ends before any sample is taken. */
+  if (!atomic_exchange(&arena_pinned, 1))
+    culpert__filter_pin(arena, ARENA_SIZE);
   size_t at = atomic_fetch_add(&arena_used, need);
   if (at + need > ARENA_SIZE)
     return NULL;
   uintptr_t p = ((uintptr_t)arena + at + ARENA_HEADER + align - 1) & ~(uintptr_t)(align - 1);
   memcpy((void *)(p - sizeof(size_t)), &n, sizeof n);
-  culpert__filter_add((void *)p);
   return (void *)p;
 }
 
@@ -298,6 +303,7 @@ static inline __attribute__((always_inline)) void sample_check(void *p, size_t n
   if (t->countdown > 0 || (t->countdown == 0 && culpert__rate != 0))
     goto out; /* the next sample point lies beyond this allocation */
   t->countdown = culpert__sampler_next(t);
+  culpert__live_prefetch(p);
 
   uintptr_t ips[CULPERT__MAX_DEPTH + CULPERT__STACK_SLACK];
   uint32_t depth = culpert__stack_capture(ips, culpert__cfg.stack_depth);
@@ -305,10 +311,8 @@ static inline __attribute__((always_inline)) void sample_check(void *p, size_t n
   int64_t b = culpert__record_sample(ips, depth, culpert__span_current_node(), n, w);
   if (b >= 0) {
     struct culpert__live v = {(uint32_t)b, n, w};
-    if (culpert__live_insert(p, &v) != 0) {
-      culpert__record_release((uint32_t)b, n, w);
-      culpert__record_count_dropped();
-    }
+    if (culpert__live_insert(p, &v) != 0)
+      culpert__record_count_dropped(); /* allocated, never counted in use */
   }
 out:
   t->guard--;
@@ -316,11 +320,10 @@ out:
 }
 
 /* forget: p is about to be released; if it is a live sampled block, take it
- * out of the in-use totals. Returns 1 for a bootstrap arena block (which
- * must never reach the real allocator). With the guard already set (culpert
- * freeing its own unsampled memory, or a signal handler that interrupted
- * the slow path) the live table is left alone: its lock may be held by this
- * very thread. */
+ * out of the live table (and so out of the in-use totals). Returns 1 for a bootstrap arena block
+ * (which must never reach the real allocator). With the guard already set (culpert freeing its own
+ * unsampled memory, or a signal handler that interrupted the slow path) the live table is left
+ * alone: its lock may be held by this very thread. */
 static CULPERT__NOINLINE int forget(void *p)
 {
   if (in_arena(p))
@@ -331,8 +334,7 @@ static CULPERT__NOINLINE int forget(void *p)
   struct culpert__live v;
   int saved = errno;
   t->guard++;
-  if (culpert__live_remove(p, &v))
-    culpert__record_release(v.bucket, v.size, v.weight);
+  culpert__live_remove(p, &v);
   t->guard--;
   errno = saved;
   return 0;
@@ -386,11 +388,9 @@ static CULPERT__NOINLINE void *realloc_slow(void *p, size_t n)
   if (had) {
     int saved = errno;
     culpert__tls.guard++;
-    if (q == NULL && n != 0 && culpert__live_insert(p, &v) == 0) {
-      /* failed realloc: p is untouched and still live */
-    } else {
-      culpert__record_release(v.bucket, v.size, v.weight);
-    }
+    /* A failed realloc leaves p untouched and still live. */
+    if (q == NULL && n != 0)
+      culpert__live_insert(p, &v);
     culpert__tls.guard--;
     errno = saved;
   }
@@ -412,10 +412,11 @@ static CULPERT__NOINLINE int memalign_slow(void **out, size_t align, size_t n)
 /*
  * Cost budget of the unsampled path: allocation = one TLS subtract and a
  * branch, then a tail call to the real function (4 instructions for
- * malloc); free = the filter slot from the pointer (a shift and a mask),
- * a `bt` of that bit in the read-mostly 256 KiB filter, a branch, then a
- * tail call (6 instructions, an `asm goto` on x86-64 like malloc's
- * check). No locks, no shared writes. Everything else is out of line.
+ * malloc); free = the summary slot from the pointer (a shift and a
+ * mask), a `bt` of that bit in the read-mostly 4 KiB summary, a branch,
+ * then a tail call (6 instructions, an `asm goto` on x86-64 like malloc's
+ * check; 5 more, the same on the filter, in regions that hold a sample). No locks, no shared
+ * writes. Everything else is out of line.
  */
 _Static_assert(offsetof(struct culpert__thread, countdown) == 0, "countdown leads culpert__tls");
 

@@ -304,6 +304,7 @@ int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples
   long nb = culpert__record_copy(&b, &ips, &nips);
   if (nb < 0)
     return (int)nb;
+  culpert__live_add_inuse(b, (size_t)nb);
   ws = calloc((size_t)nb + 1, sizeof *ws);
   /* collect_spans writes every entry of `spans` it counts: no zeroing. */
   spans = malloc(CULPERT__SPAN_NODES * sizeof *spans);
@@ -318,10 +319,8 @@ int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples
     ws[i].span = b[i].span;
     ws[i].alloc_objects = b[i].alloc_objects;
     ws[i].alloc_bytes = b[i].alloc_bytes;
-    /* In-use totals are sums and differences of the same weights; clamp the
-     * rounding residue of fully freed buckets to zero. */
-    ws[i].inuse_objects = b[i].inuse_objects > 1e-6 ? b[i].inuse_objects : 0;
-    ws[i].inuse_bytes = b[i].inuse_bytes > 1e-3 ? b[i].inuse_bytes : 0;
+    ws[i].inuse_objects = b[i].inuse_objects;
+    ws[i].inuse_bytes = b[i].inuse_bytes;
     ws[i].samples = b[i].samples;
     *nsamples += b[i].samples;
   }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * record.c: aggregated samples. One bucket per distinct (stack, span path
- * node), holding weighted estimates of allocated and in-use objects and
- * bytes plus the raw sample count.
+ * node), holding weighted estimates of allocated objects and bytes plus the
+ * raw sample count. What is still in use is not kept here: a snapshot sums
+ * the live table (livetable.c), so freeing a sampled block never takes
+ * this lock.
  *
  * Slow path only: one lock guards the buckets, their open-addressing index
  * and the pool of stack addresses. Memory is reserved once with mmap
@@ -109,24 +111,12 @@ int64_t culpert__record_sample(const uintptr_t *ips, uint32_t depth, uint32_t sp
   struct culpert__bucket *k = &buckets[found];
   k->alloc_objects += w;
   k->alloc_bytes += w * (double)size;
-  k->inuse_objects += w;
-  k->inuse_bytes += w * (double)size;
   k->samples++;
 out:
   pthread_mutex_unlock(&lock);
   if (found < 0)
     culpert__record_count_dropped();
   return found;
-}
-
-void culpert__record_release(uint32_t bucket, uint64_t size, double w)
-{
-  pthread_mutex_lock(&lock);
-  if (buckets != NULL && bucket < nbuckets) {
-    buckets[bucket].inuse_objects -= w;
-    buckets[bucket].inuse_bytes -= w * (double)size;
-  }
-  pthread_mutex_unlock(&lock);
 }
 
 long culpert__record_copy(struct culpert__bucket **out, uintptr_t **ips, size_t *nips_out)

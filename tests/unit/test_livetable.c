@@ -132,10 +132,10 @@ static void test_livetable_filter_high_bits(void **state)
   assert_int_equal(culpert__live_count(), 0);
 }
 
-/* More live pointers on one slot than its count can hold: the filter keeps
- * flagging every one of them while it is live (the slot then stays flagged
- * for good, which only costs false positives), and every one is still
- * found and forgotten exactly once. A neighbouring slot is unaffected. */
+/* Many live pointers on one granule bit (1 GiB apart): the filter keeps
+ * flagging every one of them while it is live, every one is found and
+ * forgotten exactly once, and the bit clears with the last of them. A
+ * neighbouring granule is unaffected. */
 static void test_livetable_filter_saturated_slot(void **state)
 {
   (void)state;
@@ -153,6 +153,7 @@ static void test_livetable_filter_saturated_slot(void **state)
   for (uintptr_t i = 0; i < N; i++)
     assert_false(culpert__live_remove((void *)(base + i * WINDOW), &got));
   assert_int_equal(culpert__live_count(), 0);
+  assert_false(culpert__filter_test((void *)base));
   assert_false(culpert__filter_test((void *)(base + GRANULE)));
   assert_int_equal(culpert__live_insert((void *)(base + GRANULE), &v), 0);
   assert_true(culpert__live_remove((void *)(base + GRANULE), &got));

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
- * test_record.c: samples aggregate per (stack, span), in-use totals drop
- * when blocks are freed, and snapshots copy without resetting anything.
+ * test_record.c: samples aggregate per (stack, span), in-use totals are
+ * what the live table still holds (they drop when blocks are freed), and
+ * snapshots copy without resetting anything.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,12 +28,17 @@ static void test_record_aggregates_by_stack_and_span(void **state)
   assert_int_equal(k1, k2);
   assert_true(k3 != k1 && k4 != k1 && k5 != k1 && k4 != k3);
 
-  culpert__record_release((uint32_t)k1, 100, 2.0);
+  /* Both samples of k1 are live blocks; the first one is freed. */
+  struct culpert__live first = {(uint32_t)k1, 100, 2.0}, second = {(uint32_t)k1, 50, 4.0}, got;
+  assert_int_equal(culpert__live_insert((void *)0x7f0000001000u, &first), 0);
+  assert_int_equal(culpert__live_insert((void *)0x7f0000002000u, &second), 0);
+  assert_true(culpert__live_remove((void *)0x7f0000001000u, &got));
 
   struct culpert__bucket *bk;
   uintptr_t *ips;
   size_t nips;
   long n = culpert__record_copy(&bk, &ips, &nips);
+  culpert__live_add_inuse(bk, (size_t)n);
   assert_int_equal(n, 4);
   assert_int_equal(nips, 11);
   assert_int_equal(bk[k1].samples, 2);
@@ -49,8 +55,10 @@ static void test_record_aggregates_by_stack_and_span(void **state)
   n = culpert__record_copy(&bk, &ips, &nips);
   assert_int_equal(n, 4);
   assert_int_equal(bk[k1].samples, 2);
+  assert_true(bk[k1].inuse_objects == 0.0); /* summed only on request */
   free(bk);
   free(ips);
+  assert_true(culpert__live_remove((void *)0x7f0000002000u, &got));
 }
 
 static void test_record_empty_stack_and_reset(void **state)
