@@ -40,6 +40,18 @@
 #endif
 #define DEFAULT_JEMALLOC "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 
+/*
+ * glibc's malloc moves its mmap threshold up as the program frees mapped
+ * blocks and gives the top of the heap back past a trim threshold, so how
+ * often the mixed workload takes fresh zeroed pages depends on everything
+ * that ever sat in its heap: one extra allocation at start-up moves its CPU
+ * time by several percent either way. Every run gets these fixed values,
+ * those of a heap in steady state, unless --glibc-defaults is given or the
+ * caller set GLIBC_TUNABLES.
+ */
+#define PINNED_TUNABLES                                                                            \
+  "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=268435456"
+
 #define MAX_REPS 51
 #define MAX_ENV  512
 
@@ -145,6 +157,7 @@ struct options {
   int reps;
   int heaptrack_reps;
   int callgrind;
+  int glibc_defaults;
   double scale;
   const char *markdown;
   const char *library;
@@ -176,7 +189,7 @@ static int die_usage(const char *why)
     fprintf(stderr, "culpert_bench: %s\n", why);
   fprintf(stderr, "usage: culpert_bench [--quick] [--reps N] [--heaptrack-reps N] [--scale F]\n"
                   "                     [--no-callgrind] [--markdown FILE] [--library PATH]\n"
-                  "                     [--workload PATH] [--jemalloc PATH]\n");
+                  "                     [--workload PATH] [--jemalloc PATH] [--glibc-defaults]\n");
   return 2;
 }
 
@@ -258,6 +271,8 @@ static void child_env(struct bench *b, const struct config *c, const char *extra
     envp[n++] = b->preload_both;
     break;
   }
+  if (!b->opt.glibc_defaults && getenv("GLIBC_TUNABLES") == NULL)
+    envp[n++] = PINNED_TUNABLES;
   if (c->preload == PRELOAD_CULPERT || c->preload == PRELOAD_BOTH) {
     envp[n++] = b->output_env;
     envp[n++] = "CULPERT_QUIET=1";
@@ -843,8 +858,17 @@ static void print_header(struct bench *b, int argc, char **argv)
     fprintf(o, " %s", i == 0 ? "culpert_bench" : argv[i]);
   fprintf(o,
           "\n- rounds: %d (heaptrack: %d), configurations interleaved and rotated each "
-          "round\n\n",
+          "round\n",
           b->opt.reps, rounds_for(b, CFG_HEAPTRACK));
+  if (b->opt.glibc_defaults)
+    fprintf(o, "- glibc malloc: its adaptive mmap and trim thresholds (--glibc-defaults)\n\n");
+  else if (getenv("GLIBC_TUNABLES") != NULL)
+    fprintf(o, "- glibc malloc: GLIBC_TUNABLES=%s, from the caller\n\n", getenv("GLIBC_TUNABLES"));
+  else
+    fprintf(o, "- glibc malloc: mmap threshold 4 MiB, trim threshold 256 MiB in every run "
+               "(a heap in steady state; its adaptive thresholds make the mixed workload's "
+               "page faults, and several percent of its time, depend on start-up noise; "
+               "--glibc-defaults keeps them)\n\n");
   fprintf(o, "Each cell: median over the rounds of (time with the configuration) / (time of "
              "its baseline in the same round), min–max in brackets. Every thread does the "
              "same work, so equal ratios at 1 and 2 threads mean it scales.\n\n");
@@ -869,6 +893,10 @@ static int parse_args(struct options *o, int argc, char **argv)
     }
     if (strcmp(a, "--no-callgrind") == 0) {
       o->callgrind = 0;
+      continue;
+    }
+    if (strcmp(a, "--glibc-defaults") == 0) {
+      o->glibc_defaults = 1;
       continue;
     }
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
