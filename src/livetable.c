@@ -137,14 +137,15 @@ static void filter_clear(uint32_t g)
   if (pinned(g))
     return;
   _Atomic uint32_t *w = &culpert__filter[word_of(g)];
-  atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) & ~mask_of(g),
-                        memory_order_relaxed);
+  uint32_t left = atomic_load_explicit(w, memory_order_relaxed) & ~mask_of(g);
+  atomic_store_explicit(w, left, memory_order_relaxed);
+  if (left != 0)
+    return; /* the line is not empty: no need to look at the rest */
   uint32_t r = g >> (CULPERT__SUMMARY_SHIFT - CULPERT__FILTER_SHIFT);
   const _Atomic uint32_t *line = &culpert__filter[r * LINE_WORDS];
-  uint32_t any = 0;
   for (uint32_t i = 0; i < LINE_WORDS; i++)
-    any |= atomic_load_explicit(&line[i], memory_order_relaxed);
-  if (any == 0)
+    left |= atomic_load_explicit(&line[i], memory_order_relaxed);
+  if (left == 0)
     atomic_fetch_and(&culpert__summary[word_of(r)], ~mask_of(r));
 }
 
