@@ -132,17 +132,21 @@ static int skipped(uintptr_t ip)
 uint32_t culpert__stack_walk_fp(uintptr_t fp, uintptr_t lo, uintptr_t hi, uintptr_t *ips,
                                 uint32_t max)
 {
+  /* A frame is [saved fp, return address]: both words must be on the
+   * stack, so fp lies in [lo, hi - 16]. One unsigned compare checks both
+   * ends (below lo, fp - lo wraps around to a huge value). */
+  const uintptr_t frame_size = 2 * sizeof(uintptr_t);
+  if (hi < lo || hi - lo < frame_size)
+    return 0;
+  uintptr_t room = hi - lo - frame_size;
   uint32_t n = 0;
-  while (n < max) {
-    /* A frame is [saved fp, return address]: both words must be on the stack. */
-    if (fp < lo || fp > hi - 2 * sizeof(uintptr_t) || (fp & (sizeof(uintptr_t) - 1)) != 0)
-      break;
+  while (n < max && fp - lo <= room && (fp & (sizeof(uintptr_t) - 1)) == 0) {
     const uintptr_t *frame = (const uintptr_t *)fp;
     uintptr_t ret = frame[1];
+    uintptr_t next = frame[0];
     if (ret == 0)
       break;
     ips[n++] = ret;
-    uintptr_t next = frame[0];
     if (next <= fp)
       break;
     fp = next;
@@ -150,7 +154,6 @@ uint32_t culpert__stack_walk_fp(uintptr_t fp, uintptr_t lo, uintptr_t hi, uintpt
   return n;
 }
 
-/* This thread's stack bounds, found once. hi == 1 marks "unknown". */
 static void thread_stack(struct culpert__thread *t)
 {
   pthread_attr_t attr;
