@@ -34,6 +34,42 @@
 #define CULPERT__TLS_MODEL
 #endif
 
+/* ----------------------------------------------------------------- locks */
+
+/*
+ * The slow path's locks (record buckets, live table shards): a futex word,
+ * 0 free, 1 held, 2 held with sleepers. Taking a free lock is one
+ * compare-and-swap inline and releasing it one exchange, where a
+ * pthread mutex costs two calls and its type checks; a waiter spins a
+ * little, then sleeps (lock.c). Not recursive. Statically initialised to
+ * zero; after fork() the child sets every lock back to zero.
+ */
+typedef struct {
+  _Atomic uint32_t state;
+} culpert__lock_t;
+
+void culpert__lock_wait(culpert__lock_t *l);
+void culpert__lock_wake(culpert__lock_t *l);
+
+static inline void culpert__lock(culpert__lock_t *l)
+{
+  uint32_t c = 0;
+  if (!atomic_compare_exchange_strong_explicit(&l->state, &c, 1, memory_order_acquire,
+                                               memory_order_relaxed))
+    culpert__lock_wait(l);
+}
+
+static inline void culpert__unlock(culpert__lock_t *l)
+{
+  if (atomic_exchange_explicit(&l->state, 0, memory_order_release) == 2)
+    culpert__lock_wake(l);
+}
+
+static inline void culpert__lock_reinit(culpert__lock_t *l)
+{
+  atomic_store_explicit(&l->state, 0, memory_order_relaxed);
+}
+
 /* ---------------------------------------------------------------- config */
 
 #define CULPERT__DEFAULT_RATE  524288u

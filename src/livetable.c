@@ -24,7 +24,6 @@
  * malloc; a shard's lock is taken only on the slow path.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -58,21 +57,13 @@ struct entry {
 #define INITIAL_CAPACITY 256u
 
 struct shard {
-  pthread_mutex_t lock;
+  culpert__lock_t lock;
   struct entry *table;
   size_t capacity; /* power of two, 0 before the first insert */
   size_t used;
 } __attribute__((aligned(64)));
 
-#define SHARD_INIT                                                                                 \
-  {                                                                                                \
-    .lock = PTHREAD_MUTEX_INITIALIZER                                                              \
-  }
-#define SHARD_INIT8                                                                                \
-  SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT
-_Static_assert(SHARDS == 64, "one initializer per shard");
-static struct shard shards[SHARDS] = {SHARD_INIT8, SHARD_INIT8, SHARD_INIT8, SHARD_INIT8,
-                                      SHARD_INIT8, SHARD_INIT8, SHARD_INIT8, SHARD_INIT8};
+static struct shard shards[SHARDS]; /* all locks free, no tables */
 
 /* The bootstrap arena's granules, flagged for good: [pin_first, +pin_count)
  * modulo the window (set once, before any sample). */
@@ -225,7 +216,7 @@ int culpert__live_insert(const void *p, const struct culpert__live *v)
   int rc = 0;
   uintptr_t key = (uintptr_t)p;
   struct shard *sh = shard_of(p);
-  pthread_mutex_lock(&sh->lock);
+  culpert__lock(&sh->lock);
   struct entry *e = find(sh, key);
   if (e == NULL) {
     if ((sh->used + 1) * 2 > sh->capacity && (rc = grow(sh)) != 0)
@@ -243,7 +234,7 @@ int culpert__live_insert(const void *p, const struct culpert__live *v)
   e->size = v->size;
   e->weight = v->weight;
 out:
-  pthread_mutex_unlock(&sh->lock);
+  culpert__unlock(&sh->lock);
   return rc;
 }
 
@@ -274,7 +265,7 @@ int culpert__live_remove(const void *p, struct culpert__live *v)
 {
   int found = 0;
   struct shard *sh = shard_of(p);
-  pthread_mutex_lock(&sh->lock);
+  culpert__lock(&sh->lock);
   struct entry *e = find(sh, (uintptr_t)p);
   if (e == NULL)
     goto out;
@@ -284,7 +275,7 @@ int culpert__live_remove(const void *p, struct culpert__live *v)
   found = 1;
   delete_entry(sh, e);
 out:
-  pthread_mutex_unlock(&sh->lock);
+  culpert__unlock(&sh->lock);
   return found;
 }
 
@@ -292,7 +283,7 @@ void culpert__live_add_inuse(struct culpert__bucket *b, size_t nb)
 {
   for (unsigned k = 0; k < SHARDS; k++) {
     struct shard *sh = &shards[k];
-    pthread_mutex_lock(&sh->lock);
+    culpert__lock(&sh->lock);
     for (size_t i = 0; i < sh->capacity; i++) {
       const struct entry *e = &sh->table[i];
       if (e->ptr == 0 || e->bucket >= nb)
@@ -300,7 +291,7 @@ void culpert__live_add_inuse(struct culpert__bucket *b, size_t nb)
       b[e->bucket].inuse_objects += e->weight;
       b[e->bucket].inuse_bytes += e->weight * (double)e->size;
     }
-    pthread_mutex_unlock(&sh->lock);
+    culpert__unlock(&sh->lock);
   }
 }
 
@@ -308,9 +299,9 @@ size_t culpert__live_count(void)
 {
   size_t n = 0;
   for (unsigned k = 0; k < SHARDS; k++) {
-    pthread_mutex_lock(&shards[k].lock);
+    culpert__lock(&shards[k].lock);
     n += shards[k].used;
-    pthread_mutex_unlock(&shards[k].lock);
+    culpert__unlock(&shards[k].lock);
   }
   return n;
 }
@@ -333,17 +324,17 @@ void culpert__live_reset(void)
 void culpert__live_lock(void)
 {
   for (unsigned k = 0; k < SHARDS; k++)
-    pthread_mutex_lock(&shards[k].lock);
+    culpert__lock(&shards[k].lock);
 }
 
 void culpert__live_unlock(void)
 {
   for (unsigned k = SHARDS; k-- > 0;)
-    pthread_mutex_unlock(&shards[k].lock);
+    culpert__unlock(&shards[k].lock);
 }
 
 void culpert__live_reinit_lock(void)
 {
   for (unsigned k = 0; k < SHARDS; k++)
-    pthread_mutex_init(&shards[k].lock, NULL);
+    culpert__lock_reinit(&shards[k].lock);
 }

@@ -12,7 +12,6 @@
  * runs out, samples are dropped and counted.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -23,7 +22,7 @@
 #define INDEX_SIZE  (MAX_BUCKETS * 2u)
 #define IP_POOL     (1u << 24)
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static culpert__lock_t lock;
 static struct culpert__bucket *buckets;
 static uint32_t *index_; /* bucket number + 1, 0 = empty */
 static uintptr_t *ip_pool;
@@ -79,7 +78,7 @@ int64_t culpert__record_sample(const uintptr_t *ips, uint32_t depth, uint32_t sp
 {
   int64_t found = -1;
   uint64_t h = stack_hash(ips, depth, span);
-  pthread_mutex_lock(&lock);
+  culpert__lock(&lock);
   if (ensure_tables() != 0)
     goto out;
   uint32_t i = (uint32_t)(h & (INDEX_SIZE - 1));
@@ -113,7 +112,7 @@ int64_t culpert__record_sample(const uintptr_t *ips, uint32_t depth, uint32_t sp
   k->alloc_bytes += w * (double)size;
   k->samples++;
 out:
-  pthread_mutex_unlock(&lock);
+  culpert__unlock(&lock);
   if (found < 0)
     culpert__record_count_dropped();
   return found;
@@ -136,7 +135,7 @@ long culpert__record_copy(struct culpert__bucket **out, uintptr_t **ips, size_t 
       rc = -ENOMEM;
       goto out;
     }
-    pthread_mutex_lock(&lock);
+    culpert__lock(&lock);
     if (nbuckets <= want_b && nips <= want_i) {
       if (nbuckets > 0) {
         memcpy(*out, buckets, nbuckets * sizeof **out);
@@ -144,12 +143,12 @@ long culpert__record_copy(struct culpert__bucket **out, uintptr_t **ips, size_t 
       }
       *nips_out = (size_t)nips;
       rc = (long)nbuckets;
-      pthread_mutex_unlock(&lock);
+      culpert__unlock(&lock);
       return rc;
     }
     want_b = nbuckets + nbuckets / 8 + 64;
     want_i = (size_t)nips + (size_t)nips / 8 + 1024;
-    pthread_mutex_unlock(&lock);
+    culpert__unlock(&lock);
     free(*out);
     free(*ips);
   }
@@ -189,15 +188,15 @@ void culpert__record_reset(void)
 
 void culpert__record_lock(void)
 {
-  pthread_mutex_lock(&lock);
+  culpert__lock(&lock);
 }
 
 void culpert__record_unlock(void)
 {
-  pthread_mutex_unlock(&lock);
+  culpert__unlock(&lock);
 }
 
 void culpert__record_reinit_lock(void)
 {
-  pthread_mutex_init(&lock, NULL);
+  culpert__lock_reinit(&lock);
 }
