@@ -75,6 +75,7 @@ enum {
   CFG_CULPERT_4K_UNWIND,
   CFG_CULPERT_512K_FP,
   CFG_CULPERT_4K_FP,
+  CFG_CULPERT_OFF,
   CFG_HEAPTRACK,
   CFG_JEMALLOC,
   CFG_JEPROF_512K,
@@ -105,6 +106,13 @@ static const struct config configs[NCONFIG] = {
                            PRELOAD_CULPERT,
                            {"CULPERT_STACK=fp", "CULPERT_SAMPLE_RATE=4K", NULL},
                            0},
+    /* Loaded but never sampling: what the wrappers and the fixed cost
+     * take, so the rest of a culpert row is what its samples cost. */
+    [CFG_CULPERT_OFF] = {"culpert, sampling off (1T)",
+                         CFG_GLIBC,
+                         PRELOAD_CULPERT,
+                         {"CULPERT_SAMPLE_RATE=1T", NULL},
+                         0},
     [CFG_HEAPTRACK] = {"heaptrack --raw", CFG_GLIBC, PRELOAD_NONE, {NULL}, 1},
     [CFG_JEMALLOC] = {"jemalloc", CFG_JEMALLOC, PRELOAD_JEMALLOC, {NULL}, 0},
     [CFG_JEPROF_512K] = {"jemalloc prof 512K",
@@ -796,6 +804,12 @@ static void print_goals(struct bench *b)
           "%+.1f%% (1 thread), %+.1f%% (2); fp %+.1f%%, %+.1f%% | %s (libunwind), %s (fp) |\n",
           (u1 - 1) * 100, (u2 - 1) * 100, (f1 - 1) * 100, (f2 - 1) * 100,
           verdict(u1 <= 1.03 && u2 <= 1.03), verdict(f1 <= 1.03 && f2 <= 1.03));
+  double o1 = ratio(b, MIXED1, CFG_CULPERT_OFF, 0).median;
+  double o2 = ratio(b, MIXED2, CFG_CULPERT_OFF, 0).median;
+  fprintf(o,
+          "| the same with sampling off (the wrappers and the fixed cost alone) | "
+          "%+.1f%% (1 thread), %+.1f%% (2) | what the samples cost is the difference |\n",
+          (o1 - 1) * 100, (o2 - 1) * 100);
   if (b->model_done)
     fprintf(o,
             "| the same, 1 thread, under callgrind's cache model (estimated cycles) | "
