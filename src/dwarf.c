@@ -160,6 +160,22 @@ static size_t sec_need(const struct culpert__dwarf_section *sec, uint64_t upto)
 /* Longest unit header before its length is known (64-bit DWARF). */
 #define UNIT_HEADER 12u
 
+/* A unit's initial length: 32-bit, or 0xffffffff then a 64-bit length.
+ * Returns the unit's offset size (4 or 8) with *len set, or 0 when the
+ * length cannot be read or runs past the section. */
+static int unit_length(struct rd *r, uint64_t *len)
+{
+  int offsize = 4;
+  *len = rd_u(r, 4);
+  if (*len == 0xffffffff) {
+    offsize = 8;
+    *len = rd_u(r, 8);
+  }
+  if (r->err || *len > (uint64_t)(r->end - r->p))
+    return 0;
+  return offsize;
+}
+
 /* A reader over [off, end of section). For a section read piecewise only
  * a unit header's worth is made readable: the caller asks for the rest
  * with sec_need once it knows how much it needs. */
@@ -400,13 +416,9 @@ static int lhdr_read(const struct culpert__dwarf *d, uint64_t off, struct lhdr *
 {
   memset(h, 0, sizeof *h);
   struct rd all = rd_at(&d->line, off);
-  int offsize = 4;
-  uint64_t len = rd_u(&all, 4);
-  if (len == 0xffffffff) {
-    offsize = 8;
-    len = rd_u(&all, 8);
-  }
-  if (all.err || len > (uint64_t)(all.end - all.p))
+  uint64_t len;
+  int offsize = unit_length(&all, &len);
+  if (offsize == 0)
     return -1;
   *next = (uint64_t)(all.p - d->line.p) + len;
   sec_need(&d->line, *next);
@@ -1224,13 +1236,9 @@ static int cu_open(const struct culpert__dwarf *d, uint64_t off, struct cu *cu, 
   memset(cu, 0, sizeof *cu);
   rg->n = 0;
   struct rd r = rd_at(&d->info, off);
-  cu->offsize = 4;
-  uint64_t len = rd_u(&r, 4);
-  if (len == 0xffffffff) {
-    cu->offsize = 8;
-    len = rd_u(&r, 8);
-  }
-  if (r.err || len > (uint64_t)(r.end - r.p))
+  uint64_t len;
+  cu->offsize = unit_length(&r, &len);
+  if (cu->offsize == 0)
     return -1;
   cu->off = off;
   cu->end = (uint64_t)(r.p - d->info.p) + len;
@@ -1331,10 +1339,8 @@ static const struct cu *units_find(const struct culpert__dwarf *d, struct units 
     u->indexed = 1;
     for (uint64_t at = 0; at < d->info.len;) {
       struct rd r = rd_at(&d->info, at);
-      uint64_t len = rd_u(&r, 4);
-      if (len == 0xffffffff)
-        len = rd_u(&r, 8);
-      if (r.err || len > (uint64_t)(r.end - r.p))
+      uint64_t len;
+      if (unit_length(&r, &len) == 0)
         break;
       if (u->n == cap) {
         cap = cap ? cap * 2 : 256;
@@ -1583,13 +1589,9 @@ static void aranges_place(const struct culpert__dwarf *d, const struct want *w, 
   int rc = 0;
   while (sec->p && off < sec->len && (listed ? rc == 0 : placed < nw)) {
     struct rd r = rd_at(sec, off);
-    size_t offsize = 4;
-    uint64_t len = rd_u(&r, 4);
-    if (len == 0xffffffff) {
-      offsize = 8;
-      len = rd_u(&r, 8);
-    }
-    if (r.err || len > (uint64_t)(r.end - r.p))
+    uint64_t len;
+    size_t offsize = (size_t)unit_length(&r, &len);
+    if (offsize == 0)
       break;
     uint64_t next = (uint64_t)(r.p - sec->p) + len;
     sec_need(sec, next);
@@ -1670,10 +1672,8 @@ static int units_wanted(const struct culpert__dwarf *d, const struct want *w, si
     uint64_t next = 0;
     if (offsets_has(&listed, off)) {
       struct rd r = rd_at(&d->info, off);
-      uint64_t len = rd_u(&r, 4);
-      if (len == 0xffffffff)
-        len = rd_u(&r, 8);
-      if (r.err || len > (uint64_t)(r.end - r.p))
+      uint64_t len;
+      if (unit_length(&r, &len) == 0)
         break;
       off = (uint64_t)(r.p - d->info.p) + len;
       continue;
