@@ -273,6 +273,43 @@ static size_t boot_malloc_usable_size(void *p)
 #define STOPPED_COUNTDOWN (INT64_C(1) << 62)
 
 /*
+ * Cycle counters on the sampled path, compiled in only by a measurement
+ * build (cmake -DCULPERT_COST_COUNTERS=ON, x86-64): the time stamp counter
+ * read between the steps of each sample and around each sampled free,
+ * summed over the process and printed at exit, so the cost of a sample
+ * can be split by step inside a real workload, where its code and data
+ * are cold (bench/README.md reads them). Otherwise the macros vanish.
+ */
+#ifdef CULPERT_COST_COUNTERS
+enum { COST_DRAW, COST_STACK, COST_WEIGHT, COST_RECORD, COST_INSERT, COST_REMOVE, COST_PARTS };
+static atomic_uint_fast64_t cost_cycles[COST_PARTS], cost_samples, cost_removed;
+#define COST_NOW(v) uint64_t v = __builtin_ia32_rdtsc()
+#define COST_ADD(part, a, b)                                                                       \
+  atomic_fetch_add_explicit(&cost_cycles[part], (b) - (a), memory_order_relaxed)
+#define COST_COUNT(counter) atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed)
+
+static void cost_report(void)
+{
+  uint64_t n = atomic_load(&cost_samples), r = atomic_load(&cost_removed);
+  uint64_t c[COST_PARTS];
+  for (int i = 0; i < COST_PARTS; i++)
+    c[i] = atomic_load(&cost_cycles[i]);
+  culpert__say("cost counters: %llu samples, TSC ticks each: draw %llu, stack %llu, weight %llu, "
+               "record %llu, live insert %llu; %llu sampled frees, %llu ticks each",
+               (unsigned long long)n, (unsigned long long)(n ? c[COST_DRAW] / n : 0),
+               (unsigned long long)(n ? c[COST_STACK] / n : 0),
+               (unsigned long long)(n ? c[COST_WEIGHT] / n : 0),
+               (unsigned long long)(n ? c[COST_RECORD] / n : 0),
+               (unsigned long long)(n ? c[COST_INSERT] / n : 0), (unsigned long long)r,
+               (unsigned long long)(r ? c[COST_REMOVE] / r : 0));
+}
+#else
+#define COST_NOW(v)          __attribute__((unused)) uint64_t v = 0
+#define COST_ADD(part, a, b) ((void)0)
+#define COST_COUNT(counter)  ((void)0)
+#endif
+
+/*
  * sample_check: called after an allocation of n bytes at p once the
  * thread's countdown (already reduced by n) reached zero or below. Decides
  * whether the allocation is sampled and records it. Keeps errno. Inlined
@@ -302,18 +339,30 @@ static inline __attribute__((always_inline)) void sample_check(void *p, size_t n
   }
   if (t->countdown > 0 || (t->countdown == 0 && culpert__rate != 0))
     goto out; /* the next sample point lies beyond this allocation */
+  COST_NOW(c0);
   t->countdown = culpert__sampler_next(t);
   culpert__live_prefetch(p);
+  COST_NOW(c1);
 
   uintptr_t ips[CULPERT__MAX_DEPTH + CULPERT__STACK_SLACK];
   uint32_t depth = culpert__stack_capture(ips, culpert__cfg.stack_depth);
+  COST_NOW(c2);
   double w = culpert__sampler_weight(n, culpert__rate);
+  COST_NOW(c3);
   int64_t b = culpert__record_sample(ips, depth, culpert__span_current_node(), n, w);
+  COST_NOW(c4);
   if (b >= 0) {
     struct culpert__live v = {(uint32_t)b, n, w};
     if (culpert__live_insert(p, &v) != 0)
       culpert__record_count_dropped(); /* allocated, never counted in use */
   }
+  COST_NOW(c5);
+  COST_ADD(COST_DRAW, c0, c1);
+  COST_ADD(COST_STACK, c1, c2);
+  COST_ADD(COST_WEIGHT, c2, c3);
+  COST_ADD(COST_RECORD, c3, c4);
+  COST_ADD(COST_INSERT, c4, c5);
+  COST_COUNT(cost_samples);
 out:
   t->guard--;
   errno = saved;
@@ -334,7 +383,12 @@ static CULPERT__NOINLINE int forget(void *p)
   struct culpert__live v;
   int saved = errno;
   t->guard++;
-  culpert__live_remove(p, &v);
+  COST_NOW(c0);
+  if (culpert__live_remove(p, &v)) {
+    COST_NOW(c1);
+    COST_ADD(COST_REMOVE, c0, c1);
+    COST_COUNT(cost_removed);
+  }
   t->guard--;
   errno = saved;
   return 0;
@@ -609,5 +663,8 @@ __attribute__((constructor)) static void culpert_start(void)
 
 __attribute__((destructor)) static void culpert_finish(void)
 {
+#ifdef CULPERT_COST_COUNTERS
+  cost_report();
+#endif
   culpert__output_at_exit();
 }
