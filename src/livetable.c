@@ -11,17 +11,27 @@
  * pointer falls on its granule (or for good, over the bootstrap arena), so
  * almost every free() of an unsampled block costs nothing more.
  *
- * Behind them, a hash table (linear probing, mmap'd, doubled when half
- * full, split into 64 locked shards) maps each live sampled pointer to its
- * record bucket, size and weight. A region belongs to one shard, so the
- * shard's lock serialises every write to the region's filter line; inside
- * a shard, pointers that share a granule bit share a home slot, so the
- * probe run from that home says whether the bit is still needed. A sampled
- * allocation and its free touch the shard, one table entry and one filter
- * line, and take one lock each: no counts, no other shared state.
+ * Behind them, one hash table (linear probing, mmap'd, doubled when half
+ * full, under one lock) maps each live sampled pointer to its record
+ * bucket, size and weight. The lock serialises every write to the filter
+ * lines; pointers that share a granule bit share a home slot, so the probe
+ * run from that home says whether the bit is still needed. A sampled
+ * allocation and its free touch the table's header line, one entry and
+ * one filter line, and take the lock once each: no counts, no other shared
+ * state.
+ *
+ * Why one table and one lock rather than shards: the header line, touched
+ * by every sampled allocation and free, then stays in cache, and the
+ * entries of a few hundred live samples sit in a few KiB. With 64 shards
+ * (a lock and a table each) a sample and its free cost about 320 TSC
+ * ticks more in the bench's mixed workload (cost counters: insert 250 and
+ * remove 360 ticks against 115 and 170); at 4 KiB with two threads, where
+ * the lock is contended, one lock cost as much as the shards' cold lines
+ * saved. The record lock is global anyway, so every sample already
+ * serialises there.
  *
  * Runs inside malloc: the table's memory comes from mmap, never from
- * malloc; a shard's lock is taken only on the slow path.
+ * malloc; the lock is taken only on the slow path.
  */
 #include <errno.h>
 #include <string.h>
@@ -47,36 +57,25 @@ struct entry {
   double weight;
 };
 
-/*
- * The table is split into shards by region, each with its own lock, so
- * threads sampling at high rates rarely meet on the same lock or the same
- * cache lines (one shard per 64-byte line).
- */
-#define SHARD_BITS       6u
-#define SHARDS           (1u << SHARD_BITS)
 #define INITIAL_CAPACITY 256u
 
-struct shard {
+/* The lock and everything a sampled allocation or free reads besides the
+ * entries and the bit maps, in one line. */
+struct table {
   culpert__lock_t lock;
-  struct entry *table;
+  /* The bootstrap arena's granules, flagged for good: [pin_first,
+   * +pin_count) modulo the window (set once, before any sample). */
+  _Atomic uint32_t pin_first, pin_count;
+  struct entry *slots;
   size_t capacity; /* power of two, 0 before the first insert */
   size_t used;
 } __attribute__((aligned(64)));
 
-static struct shard shards[SHARDS]; /* all locks free, no tables */
-
-/* The bootstrap arena's granules, flagged for good: [pin_first, +pin_count)
- * modulo the window (set once, before any sample). */
-static _Atomic uint32_t pin_first, pin_count;
+static struct table live; /* lock free, no slots */
 
 static uint64_t mix(uint64_t v)
 {
   return v * UINT64_C(0x9E3779B97F4A7C15);
-}
-
-static struct shard *shard_of(const void *p)
-{
-  return &shards[mix(culpert__summary_slot(p) + 1u) >> (64u - SHARD_BITS)];
 }
 
 /* The home slot of every pointer on granule bit g. */
@@ -96,15 +95,14 @@ static uint32_t mask_of(uint32_t bit)
 }
 
 /* Set summary bit r unless it is set already: the word every free() reads
- * is written only when a region changes state. Other regions' bits in the
- * word belong to other shards, hence the atomic or. */
+ * is written only when a region changes state. */
 static void summary_set(uint32_t r)
 {
   if (!(atomic_load_explicit(&culpert__summary[word_of(r)], memory_order_relaxed) & mask_of(r)))
     atomic_fetch_or(&culpert__summary[word_of(r)], mask_of(r));
 }
 
-/* Set filter bit g (its shard's lock held: no other writer of its line). */
+/* Set filter bit g (the lock held: no other writer of its line). */
 static void filter_set(uint32_t g)
 {
   _Atomic uint32_t *w = &culpert__filter[word_of(g)];
@@ -116,13 +114,13 @@ static void filter_set(uint32_t g)
 
 static int pinned(uint32_t g)
 {
-  uint32_t off = (g - atomic_load_explicit(&pin_first, memory_order_relaxed)) &
+  uint32_t off = (g - atomic_load_explicit(&live.pin_first, memory_order_relaxed)) &
                  ((1u << CULPERT__FILTER_BITS) - 1u);
-  return off < atomic_load_explicit(&pin_count, memory_order_relaxed);
+  return off < atomic_load_explicit(&live.pin_count, memory_order_relaxed);
 }
 
 /* Clear filter bit g, and its region's summary bit when that leaves the
- * region's line empty (its shard's lock held). */
+ * region's line empty (the lock held). */
 static void filter_clear(uint32_t g)
 {
   if (pinned(g))
@@ -149,8 +147,8 @@ void culpert__filter_pin(const void *p, size_t n)
                    ((uintptr_t)p >> CULPERT__FILTER_SHIFT) + 1u;
   if (count > (1u << CULPERT__FILTER_BITS))
     count = 1u << CULPERT__FILTER_BITS;
-  atomic_store(&pin_first, first);
-  atomic_store(&pin_count, (uint32_t)count);
+  atomic_store(&live.pin_first, first);
+  atomic_store(&live.pin_count, (uint32_t)count);
   for (uint64_t i = 0; i < count; i++) {
     uint32_t g = (first + (uint32_t)i) & ((1u << CULPERT__FILTER_BITS) - 1u);
     atomic_fetch_or(&culpert__filter[word_of(g)], mask_of(g));
@@ -158,56 +156,56 @@ void culpert__filter_pin(const void *p, size_t n)
   }
 }
 
-static struct entry *find(const struct shard *sh, uintptr_t p)
+static struct entry *find(uintptr_t p)
 {
-  if (sh->capacity == 0)
+  if (live.capacity == 0)
     return NULL;
-  size_t mask = sh->capacity - 1;
-  for (size_t i = home(culpert__filter_slot((void *)p), sh->capacity);; i = (i + 1) & mask) {
-    if (sh->table[i].ptr == p)
-      return &sh->table[i];
-    if (sh->table[i].ptr == 0)
+  size_t mask = live.capacity - 1;
+  for (size_t i = home(culpert__filter_slot((void *)p), live.capacity);; i = (i + 1) & mask) {
+    if (live.slots[i].ptr == p)
+      return &live.slots[i];
+    if (live.slots[i].ptr == 0)
       return NULL;
   }
 }
 
 /* Whether a live pointer other than the ones removed falls on granule bit
  * g: every such pointer sits in the probe run that starts at g's home. */
-static int granule_in_use(const struct shard *sh, uint32_t g)
+static int granule_in_use(uint32_t g)
 {
-  size_t mask = sh->capacity - 1;
-  for (size_t i = home(g, sh->capacity); sh->table[i].ptr != 0; i = (i + 1) & mask) {
-    if (culpert__filter_slot((void *)sh->table[i].ptr) == g)
+  size_t mask = live.capacity - 1;
+  for (size_t i = home(g, live.capacity); live.slots[i].ptr != 0; i = (i + 1) & mask) {
+    if (culpert__filter_slot((void *)live.slots[i].ptr) == g)
       return 1;
   }
   return 0;
 }
 
-static int grow(struct shard *sh)
+static int grow(void)
 {
-  size_t ncap = sh->capacity ? sh->capacity * 2 : INITIAL_CAPACITY;
+  size_t ncap = live.capacity ? live.capacity * 2 : INITIAL_CAPACITY;
   struct entry *nt =
       mmap(NULL, ncap * sizeof *nt, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (nt == MAP_FAILED)
     return -ENOMEM;
-  for (size_t i = 0; i < sh->capacity; i++) {
-    if (sh->table[i].ptr == 0)
+  for (size_t i = 0; i < live.capacity; i++) {
+    if (live.slots[i].ptr == 0)
       continue;
-    size_t j = home(culpert__filter_slot((void *)sh->table[i].ptr), ncap);
+    size_t j = home(culpert__filter_slot((void *)live.slots[i].ptr), ncap);
     while (nt[j].ptr != 0)
       j = (j + 1) & (ncap - 1);
-    nt[j] = sh->table[i];
+    nt[j] = live.slots[i];
   }
-  if (sh->table != NULL)
-    munmap(sh->table, sh->capacity * sizeof *sh->table);
-  sh->table = nt;
-  sh->capacity = ncap;
+  if (live.slots != NULL)
+    munmap(live.slots, live.capacity * sizeof *live.slots);
+  live.slots = nt;
+  live.capacity = ncap;
   return 0;
 }
 
 void culpert__live_prefetch(const void *p)
 {
-  __builtin_prefetch(shard_of(p), 1);
+  __builtin_prefetch(&live, 1);
   __builtin_prefetch(&culpert__filter[word_of(culpert__filter_slot(p))], 1);
 }
 
@@ -215,40 +213,39 @@ int culpert__live_insert(const void *p, const struct culpert__live *v)
 {
   int rc = 0;
   uintptr_t key = (uintptr_t)p;
-  struct shard *sh = shard_of(p);
-  culpert__lock(&sh->lock);
-  struct entry *e = find(sh, key);
+  culpert__lock(&live.lock);
+  struct entry *e = find(key);
   if (e == NULL) {
-    if ((sh->used + 1) * 2 > sh->capacity && (rc = grow(sh)) != 0)
+    if ((live.used + 1) * 2 > live.capacity && (rc = grow()) != 0)
       goto out;
     uint32_t g = culpert__filter_slot(p);
-    size_t i = home(g, sh->capacity);
-    while (sh->table[i].ptr != 0)
-      i = (i + 1) & (sh->capacity - 1);
-    e = &sh->table[i];
+    size_t i = home(g, live.capacity);
+    while (live.slots[i].ptr != 0)
+      i = (i + 1) & (live.capacity - 1);
+    e = &live.slots[i];
     e->ptr = key;
-    sh->used++;
+    live.used++;
     filter_set(g);
   }
   e->bucket = v->bucket;
   e->size = v->size;
   e->weight = v->weight;
 out:
-  culpert__unlock(&sh->lock);
+  culpert__unlock(&live.lock);
   return rc;
 }
 
-/* Take entry e out of its shard (lock held): backward-shift deletion keeps
+/* Take entry e out of the table (lock held): backward-shift deletion keeps
  * every probe run unbroken, then the granule bit goes if no other live
  * pointer needs it. */
-static void delete_entry(struct shard *sh, struct entry *e)
+static void delete_entry(struct entry *e)
 {
-  struct entry *t = sh->table;
-  size_t mask = sh->capacity - 1;
+  struct entry *t = live.slots;
+  size_t mask = live.capacity - 1;
   size_t i = (size_t)(e - t);
   uint32_t g = culpert__filter_slot((void *)e->ptr);
   for (size_t j = (i + 1) & mask; t[j].ptr != 0; j = (j + 1) & mask) {
-    size_t h = home(culpert__filter_slot((void *)t[j].ptr), sh->capacity);
+    size_t h = home(culpert__filter_slot((void *)t[j].ptr), live.capacity);
     /* Move j into the hole at i when its home is not in (i, j]. */
     if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
       t[i] = t[j];
@@ -256,85 +253,72 @@ static void delete_entry(struct shard *sh, struct entry *e)
     }
   }
   t[i].ptr = 0;
-  sh->used--;
-  if (!granule_in_use(sh, g))
+  live.used--;
+  if (!granule_in_use(g))
     filter_clear(g);
 }
 
 int culpert__live_remove(const void *p, struct culpert__live *v)
 {
   int found = 0;
-  struct shard *sh = shard_of(p);
-  culpert__lock(&sh->lock);
-  struct entry *e = find(sh, (uintptr_t)p);
+  culpert__lock(&live.lock);
+  struct entry *e = find((uintptr_t)p);
   if (e == NULL)
     goto out;
   v->bucket = e->bucket;
   v->size = e->size;
   v->weight = e->weight;
   found = 1;
-  delete_entry(sh, e);
+  delete_entry(e);
 out:
-  culpert__unlock(&sh->lock);
+  culpert__unlock(&live.lock);
   return found;
 }
 
 void culpert__live_add_inuse(struct culpert__bucket *b, size_t nb)
 {
-  for (unsigned k = 0; k < SHARDS; k++) {
-    struct shard *sh = &shards[k];
-    culpert__lock(&sh->lock);
-    for (size_t i = 0; i < sh->capacity; i++) {
-      const struct entry *e = &sh->table[i];
-      if (e->ptr == 0 || e->bucket >= nb)
-        continue;
-      b[e->bucket].inuse_objects += e->weight;
-      b[e->bucket].inuse_bytes += e->weight * (double)e->size;
-    }
-    culpert__unlock(&sh->lock);
+  culpert__lock(&live.lock);
+  for (size_t i = 0; i < live.capacity; i++) {
+    const struct entry *e = &live.slots[i];
+    if (e->ptr == 0 || e->bucket >= nb)
+      continue;
+    b[e->bucket].inuse_objects += e->weight;
+    b[e->bucket].inuse_bytes += e->weight * (double)e->size;
   }
+  culpert__unlock(&live.lock);
 }
 
 size_t culpert__live_count(void)
 {
-  size_t n = 0;
-  for (unsigned k = 0; k < SHARDS; k++) {
-    culpert__lock(&shards[k].lock);
-    n += shards[k].used;
-    culpert__unlock(&shards[k].lock);
-  }
+  culpert__lock(&live.lock);
+  size_t n = live.used;
+  culpert__unlock(&live.lock);
   return n;
 }
 
 void culpert__live_reset(void)
 {
-  for (unsigned k = 0; k < SHARDS; k++) {
-    struct shard *sh = &shards[k];
-    for (size_t i = 0; i < sh->capacity; i++) {
-      uintptr_t p = sh->table[i].ptr;
-      sh->table[i].ptr = 0;
-      if (p != 0)
-        filter_clear(culpert__filter_slot((void *)p));
-    }
-    sh->used = 0;
+  for (size_t i = 0; i < live.capacity; i++) {
+    uintptr_t p = live.slots[i].ptr;
+    live.slots[i].ptr = 0;
+    if (p != 0)
+      filter_clear(culpert__filter_slot((void *)p));
   }
+  live.used = 0;
 }
 
-/* Every shard, always in the same order (fork and snapshots). */
+/* Fork and snapshots. */
 void culpert__live_lock(void)
 {
-  for (unsigned k = 0; k < SHARDS; k++)
-    culpert__lock(&shards[k].lock);
+  culpert__lock(&live.lock);
 }
 
 void culpert__live_unlock(void)
 {
-  for (unsigned k = SHARDS; k-- > 0;)
-    culpert__unlock(&shards[k].lock);
+  culpert__unlock(&live.lock);
 }
 
 void culpert__live_reinit_lock(void)
 {
-  for (unsigned k = 0; k < SHARDS; k++)
-    culpert__lock_reinit(&shards[k].lock);
+  culpert__lock_reinit(&live.lock);
 }

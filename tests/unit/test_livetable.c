@@ -4,6 +4,7 @@
  * almost nothing else; the table finds, updates and forgets pointers through
  * growth and deletions.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -203,6 +204,70 @@ static void test_livetable_reset_forgets(void **state)
   assert_false(culpert__live_remove(fake(77), &got));
 }
 
+/* Threads inserting and removing at once, through the table's growth,
+ * with pointers of different threads on the same granules and filter
+ * words: nothing is lost, nothing is found twice, and once every pointer
+ * is gone no filter bit is left set. */
+#define THREADS    4
+#define PER_THREAD 40000u
+
+struct worker {
+  uintptr_t t;
+  int failures;
+};
+
+static void *insert_remove(void *arg)
+{
+  struct worker *w = arg;
+  struct culpert__live v, got;
+  for (uintptr_t i = 0; i < PER_THREAD; i++) {
+    v.bucket = (uint32_t)w->t;
+    v.size = i;
+    v.weight = 1.0;
+    if (culpert__live_insert(fake(i * THREADS + w->t + 1), &v) != 0)
+      w->failures++;
+  }
+  for (uintptr_t i = 0; i < PER_THREAD; i += 2) {
+    void *p = fake(i * THREADS + w->t + 1);
+    if (!culpert__filter_test(p) || !culpert__live_remove(p, &got) || got.bucket != w->t ||
+        got.size != i)
+      w->failures++;
+  }
+  return NULL;
+}
+
+static void test_livetable_threads(void **state)
+{
+  (void)state;
+  pthread_t th[THREADS];
+  struct worker w[THREADS];
+  for (uintptr_t t = 0; t < THREADS; t++) {
+    w[t] = (struct worker){t, 0};
+    assert_int_equal(pthread_create(&th[t], NULL, insert_remove, &w[t]), 0);
+  }
+  for (int t = 0; t < THREADS; t++) {
+    pthread_join(th[t], NULL);
+    assert_int_equal(w[t].failures, 0);
+  }
+  assert_int_equal(culpert__live_count(), THREADS * PER_THREAD / 2);
+  struct culpert__live got;
+  for (uintptr_t i = 0; i < PER_THREAD * THREADS; i++) {
+    uintptr_t t = i % THREADS, k = i / THREADS;
+    void *p = fake(i + 1);
+    if (k % 2 == 0) {
+      assert_false(culpert__live_remove(p, &got));
+      continue;
+    }
+    assert_true(culpert__filter_test(p));
+    assert_true(culpert__live_remove(p, &got));
+    assert_int_equal(got.bucket, t);
+    assert_int_equal(got.size, k);
+  }
+  assert_int_equal(culpert__live_count(), 0);
+  for (uintptr_t i = 0; i < PER_THREAD * THREADS; i++)
+    assert_false(culpert__filter_test(fake(i + 1)));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -214,6 +279,7 @@ int main(void)
       cmocka_unit_test(test_livetable_filter_saturated_slot),
       cmocka_unit_test(test_livetable_summary_regions),
       cmocka_unit_test(test_livetable_reset_forgets),
+      cmocka_unit_test(test_livetable_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
