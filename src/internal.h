@@ -37,7 +37,7 @@
 /* ----------------------------------------------------------------- locks */
 
 /*
- * The slow path's locks (record buckets, live table shards): a futex word,
+ * The slow path's locks (record buckets, live table): a futex word,
  * 0 free, 1 held, 2 held with sleepers. Taking a free lock is one
  * compare-and-swap inline and releasing it one exchange, where a
  * pthread mutex costs two calls and its type checks; a waiter spins a
@@ -300,8 +300,8 @@ struct culpert__live {
 int culpert__live_insert(const void *p, const struct culpert__live *v);
 
 /* culpert__live_prefetch: start loading what culpert__live_insert(p) will
- * write (p's shard and filter line), so that the misses overlap with the
- * stack walk in between. */
+ * write (the table's header and p's filter line), so that the misses
+ * overlap with the stack walk in between. */
 void culpert__live_prefetch(const void *p);
 
 /*
@@ -312,7 +312,7 @@ int culpert__live_remove(const void *p, struct culpert__live *v);
 
 /* culpert__live_add_inuse: add every live sampled pointer to the in-use
  * totals of its bucket in b[0..nb) (pointers of later buckets are left
- * out). Takes each shard's lock in turn. */
+ * out). Takes the table's lock. */
 struct culpert__bucket;
 void culpert__live_add_inuse(struct culpert__bucket *b, size_t nb);
 

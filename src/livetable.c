@@ -23,12 +23,12 @@
  * Why one table and one lock rather than shards: the header line, touched
  * by every sampled allocation and free, then stays in cache, and the
  * entries of a few hundred live samples sit in a few KiB. With 64 shards
- * (a lock and a table each) a sample and its free cost about 320 TSC
- * ticks more in the bench's mixed workload (cost counters: insert 250 and
- * remove 360 ticks against 115 and 170); at 4 KiB with two threads, where
- * the lock is contended, one lock cost as much as the shards' cold lines
- * saved. The record lock is global anyway, so every sample already
- * serialises there.
+ * (a lock and a table each) a sample and its free cost about 330 TSC
+ * ticks more in the bench's mixed workload (cost counters: insert 244 and
+ * remove 371 ticks against 127 and 168); at 4 KiB with two threads, where
+ * the one lock is contended, CPU time moved by less than the noise. The
+ * record lock is global anyway, so every sample already serialises
+ * there.
  *
  * Runs inside malloc: the table's memory comes from mmap, never from
  * malloc; the lock is taken only on the slow path.
