@@ -13,6 +13,12 @@
  * a cell shows the median ratio over the rounds and its min-max. CPU time
  * is user+sys of the child (and its waited-for children) from wait4().
  *
+ * --focus CELL runs only one column (small1, small2, mixed1 or mixed2) for
+ * glibc and culpert at the default rate with either stack, and loaded but
+ * sampling nothing, for as many rounds as asked (--cpu N pins every run to
+ * one CPU): the long A/B that tells a few percent apart on a noisy machine.
+ * Its table gives the quartiles of the paired ratios.
+ *
  * A benchmark, not a test: it never judges its figures. It exits non-zero
  * only when it cannot run at all or a workload run fails.
  */
@@ -20,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,7 +59,7 @@
 #define PINNED_TUNABLES                                                                            \
   "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=268435456"
 
-#define MAX_REPS 51
+#define MAX_REPS 201
 #define MAX_ENV  512
 
 extern char **environ;
@@ -162,6 +169,8 @@ struct sample {
 
 struct options {
   int quick;
+  int focus; /* a cell, or -1: every cell */
+  int cpu;   /* the CPU every run is pinned to, or -1 */
   int reps;
   int heaptrack_reps;
   int callgrind;
@@ -197,7 +206,8 @@ static int die_usage(const char *why)
     fprintf(stderr, "culpert_bench: %s\n", why);
   fprintf(stderr, "usage: culpert_bench [--quick] [--reps N] [--heaptrack-reps N] [--scale F]\n"
                   "                     [--no-callgrind] [--markdown FILE] [--library PATH]\n"
-                  "                     [--workload PATH] [--jemalloc PATH] [--glibc-defaults]\n");
+                  "                     [--workload PATH] [--jemalloc PATH] [--glibc-defaults]\n"
+                  "                     [--focus small1|small2|mixed1|mixed2] [--cpu N]\n");
   return 2;
 }
 
@@ -314,6 +324,15 @@ static int run_child(struct bench *b, const struct config *c, const char *extra,
     return -1;
   }
   if (pid == 0) {
+    if (b->opt.cpu >= 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(b->opt.cpu, &set);
+      if (sched_setaffinity(0, sizeof set, &set) != 0) {
+        fprintf(stderr, "culpert_bench: cannot run on CPU %d: %s\n", b->opt.cpu, strerror(errno));
+        _exit(126);
+      }
+    }
     int out = open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     int err = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (out >= 0)
@@ -518,6 +537,62 @@ static int run_rounds(struct bench *b)
     }
   }
   return 0;
+}
+
+/* The configurations --focus compares, glibc first. */
+static const int focus_configs[] = {CFG_GLIBC, CFG_CULPERT_OFF, CFG_CULPERT_512K_FP,
+                                    CFG_CULPERT_512K_UNWIND};
+#define NFOCUS (int)(sizeof focus_configs / sizeof focus_configs[0])
+
+/* --focus: only one cell, the same rotation as run_rounds. */
+static int run_focus(struct bench *b)
+{
+  struct cell *cl = &cells[b->opt.focus];
+  uint64_t ops = (uint64_t)((double)cl->ops * b->opt.scale);
+  if (ops == 0)
+    ops = 1;
+  for (int r = 0; r < b->opt.reps; r++) {
+    if (r % 10 == 0)
+      fprintf(stderr, "culpert_bench: round %d of %d\n", r + 1, b->opt.reps);
+    for (int i = 0; i < NFOCUS; i++) {
+      int k = focus_configs[((r % 2 ? NFOCUS - 1 - i : i) + r) % NFOCUS];
+      if (run_cell(b, k, cl, ops, &b->m[b->opt.focus][k][r]) != 0)
+        return -1;
+    }
+  }
+  return 0;
+}
+
+/* The value at fraction q of the sorted v[0..n) (nearest rank). */
+static double quantile(const double *sorted, int n, double q)
+{
+  int i = (int)(q * (n - 1) + 0.5);
+  return sorted[i];
+}
+
+static void print_focus(struct bench *b)
+{
+  FILE *o = b->out;
+  int c = b->opt.focus, n = b->opt.reps;
+  fprintf(o,
+          "### %s, %u thread%s: CPU time against glibc, paired by round\n\n"
+          "| configuration | median ratio | q1–q3 | min–max | median CPU s |\n"
+          "|---|---|---|---|---|\n",
+          cells[c].mode, cells[c].threads, cells[c].threads > 1 ? "s" : "");
+  for (int i = 0; i < NFOCUS; i++) {
+    int k = focus_configs[i];
+    double r[MAX_REPS], t[MAX_REPS];
+    for (int j = 0; j < n; j++) {
+      r[j] = b->m[c][k][j].cpu / b->m[c][CFG_GLIBC][j].cpu;
+      t[j] = b->m[c][k][j].cpu;
+    }
+    qsort(r, (size_t)n, sizeof *r, cmp_double);
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    fprintf(o, "| %s | %.4f | %.4f–%.4f | %.4f–%.4f | %.3f |\n", configs[k].name,
+            quantile(r, n, 0.5), quantile(r, n, 0.25), quantile(r, n, 0.75), r[0], r[n - 1],
+            quantile(t, n, 0.5));
+  }
+  fprintf(o, "\n");
 }
 
 /* What callgrind counts for a whole run: instructions, data writes, and
@@ -870,10 +945,15 @@ static void print_header(struct bench *b, int argc, char **argv)
           sysconf(_SC_NPROCESSORS_ONLN), model, u.release);
   for (int i = 0; i < argc; i++)
     fprintf(o, " %s", i == 0 ? "culpert_bench" : argv[i]);
-  fprintf(o,
-          "\n- rounds: %d (heaptrack: %d), configurations interleaved and rotated each "
-          "round\n",
-          b->opt.reps, rounds_for(b, CFG_HEAPTRACK));
+  if (b->opt.focus >= 0)
+    fprintf(o, "\n- rounds: %d, configurations interleaved and rotated each round\n", b->opt.reps);
+  else
+    fprintf(o,
+            "\n- rounds: %d (heaptrack: %d), configurations interleaved and rotated each "
+            "round\n",
+            b->opt.reps, rounds_for(b, CFG_HEAPTRACK));
+  if (b->opt.cpu >= 0)
+    fprintf(o, "- every run pinned to CPU %d\n", b->opt.cpu);
   if (b->opt.glibc_defaults)
     fprintf(o, "- glibc malloc: its adaptive mmap and trim thresholds (--glibc-defaults)\n\n");
   else if (getenv("GLIBC_TUNABLES") != NULL)
@@ -883,14 +963,20 @@ static void print_header(struct bench *b, int argc, char **argv)
                "(a heap in steady state; its adaptive thresholds make the mixed workload's "
                "page faults, and several percent of its time, depend on start-up noise; "
                "--glibc-defaults keeps them)\n\n");
-  fprintf(o, "Each cell: median over the rounds of (time with the configuration) / (time of "
-             "its baseline in the same round), min–max in brackets. Every thread does the "
-             "same work, so equal ratios at 1 and 2 threads mean it scales.\n\n");
+  if (b->opt.focus >= 0)
+    fprintf(o, "Each row: the ratios (time with the configuration) / (time without a "
+               "profiler in the same round), their median, quartiles and extremes.\n\n");
+  else
+    fprintf(o, "Each cell: median over the rounds of (time with the configuration) / (time of "
+               "its baseline in the same round), min–max in brackets. Every thread does the "
+               "same work, so equal ratios at 1 and 2 threads mean it scales.\n\n");
 }
 
 static int parse_args(struct options *o, int argc, char **argv)
 {
-  *o = (struct options){.reps = 9,
+  *o = (struct options){.focus = -1,
+                        .cpu = -1,
+                        .reps = 9,
                         .heaptrack_reps = 3,
                         .callgrind = 1,
                         .scale = 1.0,
@@ -922,7 +1008,7 @@ static int parse_args(struct options *o, int argc, char **argv)
       o->reps = atoi(v);
       explicit_reps = 1;
       if (o->reps < 1 || o->reps > MAX_REPS)
-        return die_usage("--reps must be 1..51");
+        return die_usage("--reps must be 1..201");
     } else if (strcmp(a, "--heaptrack-reps") == 0) {
       o->heaptrack_reps = atoi(v);
       if (o->heaptrack_reps < 0)
@@ -939,6 +1025,19 @@ static int parse_args(struct options *o, int argc, char **argv)
       o->workload = v;
     } else if (strcmp(a, "--jemalloc") == 0) {
       o->jemalloc = v;
+    } else if (strcmp(a, "--focus") == 0) {
+      static const char *names[NCELL] = {"small1", "small2", "mixed1", "mixed2"};
+      for (int c = 0; c < NCELL; c++)
+        if (strcmp(v, names[c]) == 0)
+          o->focus = c;
+      if (o->focus < 0)
+        return die_usage("--focus takes small1, small2, mixed1 or mixed2");
+    } else if (strcmp(a, "--cpu") == 0) {
+      char *end;
+      long cpu = strtol(v, &end, 10);
+      if (*v == '\0' || *end != '\0' || cpu < 0 || cpu >= CPU_SETSIZE)
+        return die_usage("--cpu takes a CPU number");
+      o->cpu = (int)cpu;
     } else {
       return die_usage("unknown option");
     }
@@ -1000,6 +1099,12 @@ int main(int argc, char **argv)
     goto out;
 
   print_header(b, argc, argv);
+  if (b->opt.focus >= 0) {
+    if (run_focus(b) != 0)
+      goto out;
+    print_focus(b);
+    goto write;
+  }
   if (run_rounds(b) != 0)
     goto out;
   fprintf(b->out, "### CPU time ratio (user+sys)\n\n");
@@ -1021,6 +1126,7 @@ int main(int argc, char **argv)
     fprintf(b->out, "heaptrack: not run (not found, or --heaptrack-reps 0).\n\n");
   if (!have_je)
     fprintf(b->out, "jemalloc: not run (%s not found).\n\n", b->opt.jemalloc);
+write:
   if (b->missing_profiles > 0)
     fprintf(b->out,
             "**Warning:** libculpert.so wrote no profile in %d of the culpert runs: "
