@@ -94,6 +94,12 @@ static uint32_t mask_of(uint32_t bit)
   return 1u << (bit % 32u);
 }
 
+/* The region (summary bit) of granule bit g. */
+static uint32_t region_of(uint32_t g)
+{
+  return g >> (CULPERT__SUMMARY_SHIFT - CULPERT__FILTER_SHIFT);
+}
+
 /* Set summary bit r unless it is set already: the word every free() reads
  * is written only when a region changes state. */
 static void summary_set(uint32_t r)
@@ -109,7 +115,7 @@ static void filter_set(uint32_t g)
   uint32_t v = atomic_load_explicit(w, memory_order_relaxed);
   if (!(v & mask_of(g)))
     atomic_store_explicit(w, v | mask_of(g), memory_order_release);
-  summary_set(g >> (CULPERT__SUMMARY_SHIFT - CULPERT__FILTER_SHIFT));
+  summary_set(region_of(g));
 }
 
 static int pinned(uint32_t g)
@@ -130,7 +136,7 @@ static void filter_clear(uint32_t g)
   atomic_store_explicit(w, left, memory_order_relaxed);
   if (left != 0)
     return; /* the line is not empty: no need to look at the rest */
-  uint32_t r = g >> (CULPERT__SUMMARY_SHIFT - CULPERT__FILTER_SHIFT);
+  uint32_t r = region_of(g);
   const _Atomic uint32_t *line = &culpert__filter[r * LINE_WORDS];
   for (uint32_t i = 0; i < LINE_WORDS; i++)
     left |= atomic_load_explicit(&line[i], memory_order_relaxed);
@@ -152,7 +158,7 @@ void culpert__filter_pin(const void *p, size_t n)
   for (uint64_t i = 0; i < count; i++) {
     uint32_t g = (first + (uint32_t)i) & ((1u << CULPERT__FILTER_BITS) - 1u);
     atomic_fetch_or(&culpert__filter[word_of(g)], mask_of(g));
-    summary_set(g >> (CULPERT__SUMMARY_SHIFT - CULPERT__FILTER_SHIFT));
+    summary_set(region_of(g));
   }
 }
 

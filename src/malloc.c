@@ -369,9 +369,10 @@ out:
 }
 
 /* forget: p is about to be released; if it is a live sampled block, take it
- * out of the live table (and so out of the in-use totals). Returns 1 for a bootstrap arena block
- * (which must never reach the real allocator). With the guard already set (culpert freeing its own
- * unsampled memory, or a signal handler that interrupted the slow path) the live table is left
+ * out of the live table (and so out of the in-use totals). Returns 1 for a
+ * bootstrap arena block (which must never reach the real allocator). With
+ * the guard already set (culpert freeing its own unsampled memory, or a
+ * signal handler that interrupted the slow path) the live table is left
  * alone: its lock may be held by this very thread. */
 static CULPERT__NOINLINE int forget(void *p)
 {
@@ -469,8 +470,8 @@ static CULPERT__NOINLINE int memalign_slow(void **out, size_t align, size_t n)
  * malloc); free = the summary slot from the pointer (a shift and a
  * mask), a `bt` of that bit in the read-mostly 4 KiB summary, a branch,
  * then a tail call (6 instructions, an `asm goto` on x86-64 like malloc's
- * check; 5 more, the same on the filter, in regions that hold a sample). No locks, no shared
- * writes. Everything else is out of line.
+ * check; 5 more, the same on the filter, in regions that hold a sample).
+ * No locks, no shared writes. Everything else is out of line.
  */
 _Static_assert(offsetof(struct culpert__thread, countdown) == 0, "countdown leads culpert__tls");
 

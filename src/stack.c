@@ -154,6 +154,7 @@ uint32_t culpert__stack_walk_fp(uintptr_t fp, uintptr_t lo, uintptr_t hi, uintpt
   return n;
 }
 
+/* This thread's stack bounds, found once. hi == 1 marks "unknown". */
 static void thread_stack(struct culpert__thread *t)
 {
   pthread_attr_t attr;
