@@ -122,6 +122,20 @@ extern struct culpert__config culpert__cfg;
 
 /* ---------------------------------------------------------- thread state */
 
+/* The call-frame walk's own small cache of rules (unwind.c), per thread:
+ * 32 (address, rule word) pairs, direct mapped. A sample whose frames were
+ * seen lately on this thread reads these eight lines, prefetched when the
+ * sample starts, instead of a cache line of the shared rule table per
+ * frame, each a miss that waits for the one before. */
+#define CULPERT__UNWIND_MEMO_BITS 5u
+struct culpert__unwind_memo {
+  struct {
+    uintptr_t addr;
+    uint64_t word;
+  } frame[1u << CULPERT__UNWIND_MEMO_BITS];
+  uint64_t generation; /* the rule cache's generation these words belong to */
+};
+
 /*
  * Per-thread state: initial-exec TLS, fixed size, owns no heap memory.
  * `countdown` comes first: the allocation hot path is one subtract from it
@@ -133,13 +147,14 @@ struct culpert__thread {
   uint32_t guard;         /* >0: inside culpert, pass every call through */
   uint32_t ready;         /* the PRNG stream is seeded */
   uint64_t rng;           /* this thread's PRNG state (splitmix64) */
-  uintptr_t stack_lo;     /* this thread's stack, for frame-pointer walks */
-  uintptr_t stack_hi;     /* 0 = not yet known, 1 = unknown (no walk) */
+  uintptr_t stack_lo;     /* the mapping of the stack this thread ran on */
+  uintptr_t stack_hi;     /* at its last walk; 0 = none yet, 1 = /proc failed */
   uint64_t span_seq_next; /* span id sequence numbers reserved by this thread */
   uint64_t span_seq_end;
   uint32_t span_depth; /* spans open, including those beyond the stack */
   uint32_t span_pad;
   uint64_t spans[CULPERT_SPAN_MAX_DEPTH]; /* ids of the open spans */
+  struct culpert__unwind_memo unwind;     /* the rules of the last walk */
 };
 
 extern __thread struct culpert__thread culpert__tls CULPERT__TLS_MODEL;
@@ -358,10 +373,59 @@ uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max);
 uint32_t culpert__stack_walk_fp(uintptr_t fp, uintptr_t lo, uintptr_t hi, uintptr_t *ips,
                                 uint32_t max);
 
-/* Fork support: wait until no thread is inside libunwind, and keep it so. */
+/* culpert__stack_mapping: the bounds [lo, hi) of the mapping that holds
+ * addr, from /proc/self/maps read with open/read (no allocation). Returns
+ * 0 when it cannot tell. */
+int culpert__stack_mapping(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
+
+/* Fork support: wait until no thread is inside libunwind or reading
+ * call-frame rules, and keep it so. */
 void culpert__stack_lock(void);
 void culpert__stack_unlock(void);
 void culpert__stack_reinit_lock(void);
+
+/* ---------------------------------------------------------------- unwind */
+
+/* Registers a call-frame walk starts from: the address it is at, the
+ * stack pointer and rbp there. */
+struct culpert__regs {
+  uintptr_t ip, sp, bp;
+};
+
+/*
+ * culpert__unwind_walk: the stack from `regs` by the DWARF call-frame
+ * information, ips[0] = regs.ip, then return addresses, at most max.
+ * Every stack read lies in [lo, hi). Returns the number of frames, or -1
+ * when some frame needs what only libunwind does (an expression, a
+ * signal frame, code without call-frame information, a stack outside
+ * [lo, hi)): the caller then asks libunwind. Rules are cached process
+ * wide and in `memo`, the calling thread's; no lock, no allocation.
+ */
+int culpert__unwind_walk(struct culpert__regs regs, uintptr_t lo, uintptr_t hi, uintptr_t *ips,
+                         uint32_t max, struct culpert__unwind_memo *memo);
+
+/* culpert__unwind_prefetch: start loading the calling thread's memo, so
+ * its misses overlap with the work before the walk. */
+static inline void culpert__unwind_prefetch(void)
+{
+  const char *m = (const char *)&culpert__tls.unwind;
+  for (size_t i = 0; i < sizeof culpert__tls.unwind; i += 64)
+    __builtin_prefetch(m + i);
+}
+
+/* culpert__unwind_available: 0 where the walk always returns -1 (not
+ * x86-64, or a glibc without _dl_find_object). */
+int culpert__unwind_available(void);
+
+/* culpert__unwind_flush: forget every cached rule. The walk does it
+ * itself when it notices an object was unloaded; exposed for tests. */
+void culpert__unwind_flush(void);
+
+/* Fork support (called by culpert__stack_lock and friends): hold the
+ * lock of the walk's misses. */
+void culpert__unwind_lock(void);
+void culpert__unwind_unlock(void);
+void culpert__unwind_reinit_lock(void);
 
 /* ---------------------------------------------------------------- record */
 

@@ -8,13 +8,15 @@
  * (CULPERT_STACK=fp), bounds-checked against the thread's stack so that a
  * corrupt or missing chain ends the walk instead of faulting.
  *
- * Runs on the slow path with the guard set: libunwind and
- * pthread_getattr_np may allocate, and those allocations pass through.
+ * Runs on the slow path with the guard set: libunwind may allocate, and
+ * those allocations pass through.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -28,6 +30,8 @@ typedef int (*get_reg_fn)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
 typedef int (*backtrace_fn)(void **, int);
 
 static int mode = CULPERT__STACK_FP;
+/* In libunwind mode, try culpert's own call-frame walk first. */
+static int use_cfi;
 
 /* Leading frames of culpert (and libunwind) a libunwind capture makes room
  * for; at most CULPERT__STACK_SLACK. */
@@ -113,6 +117,7 @@ void culpert__stack_init(int want)
   if (u_getcontext == NULL || u_init_local == NULL || u_step == NULL || u_get_reg == NULL)
     return; /* keep the handle: unloading while symbols may be cached is not worth it */
   text_range(step_addr, &skip[1]);
+  use_cfi = culpert__unwind_available();
   mode = CULPERT__STACK_LIBUNWIND;
 }
 
@@ -154,30 +159,69 @@ uint32_t culpert__stack_walk_fp(uintptr_t fp, uintptr_t lo, uintptr_t hi, uintpt
   return n;
 }
 
-/* This thread's stack bounds, found once. hi == 1 marks "unknown". */
-static void thread_stack(struct culpert__thread *t)
+int culpert__stack_mapping(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
 {
-  pthread_attr_t attr;
-  void *addr;
-  size_t size;
-  t->stack_hi = 1;
-  if (pthread_getattr_np(pthread_self(), &attr) != 0)
-    return;
-  if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-    t->stack_lo = (uintptr_t)addr;
-    t->stack_hi = (uintptr_t)addr + size;
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  /* Each line starts "start-end ": parse those two hex numbers and skip
+   * the rest, a character at a time, across reads of any size. */
+  char buf[4096];
+  uintptr_t v[2] = {0, 0};
+  int field = 0; /* 0: start, 1: end, 2: rest of the line */
+  int found = 0;
+  ssize_t got;
+  while (!found && (got = read(fd, buf, sizeof buf)) > 0) {
+    for (ssize_t i = 0; i < got && !found; i++) {
+      char c = buf[i];
+      if (c == '\n') {
+        field = 0;
+        v[0] = v[1] = 0;
+      } else if (field < 2) {
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d >= 0) {
+          v[field] = v[field] << 4 | (uintptr_t)d;
+        } else if (++field == 2 && addr >= v[0] && addr < v[1]) {
+          *lo = v[0];
+          *hi = v[1];
+          found = 1;
+        }
+      }
+    }
   }
-  pthread_attr_destroy(&attr);
+  close(fd);
+  return found;
+}
+
+/*
+ * The bounds of the stack the thread runs on now, for the walks: the
+ * mapping that holds `sp`, read from /proc/self/maps (with plain
+ * open/read: this runs inside malloc) and kept until sp leaves it (the
+ * main thread's stack grows; a fiber or signal stack is another
+ * mapping). Not pthread_getattr_np: it holds the thread's lock while it
+ * allocates, so a sample taken inside the program's own call of it would
+ * wait for itself. Returns 0 when /proc cannot tell, and from then on.
+ */
+static int stack_bounds(struct culpert__thread *t, uintptr_t sp)
+{
+  if (sp - t->stack_lo < t->stack_hi - t->stack_lo)
+    return 1;
+  if (t->stack_hi == 1)
+    return 0;
+  if (!culpert__stack_mapping(sp, &t->stack_lo, &t->stack_hi)) {
+    t->stack_lo = 0;
+    t->stack_hi = 1;
+    return 0;
+  }
+  return 1;
 }
 
 static uint32_t capture_fp(uintptr_t *raw, uint32_t max)
 {
   struct culpert__thread *t = &culpert__tls;
-  if (t->stack_hi == 0)
-    thread_stack(t);
-  if (t->stack_hi <= 1)
-    return 0;
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+  if (!stack_bounds(t, fp))
+    return 0;
   return culpert__stack_walk_fp(fp, t->stack_lo, t->stack_hi, raw, max);
 }
 
@@ -200,7 +244,30 @@ static CULPERT__NOINLINE uint32_t capture_unwind_steps(uintptr_t *raw, uint32_t 
   return n;
 }
 
-/* The fast path, inlined into culpert__stack_capture so that it adds no
+/* culpert's own call-frame walk (unwind.c), started from the registers of
+ * culpert__stack_capture, into which it is inlined. -1: libunwind must do
+ * it (see unwind.c for when). */
+static inline __attribute__((always_inline)) int capture_cfi(uintptr_t *raw, uint32_t max)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+  struct culpert__thread *t = &culpert__tls;
+  struct culpert__regs regs;
+  /* The address of the next instruction and rsp and rbp there: the first
+   * frame's rule is looked up at that exact address. */
+  __asm__ volatile("leaq 0(%%rip), %0\n\t"
+                   "movq %%rsp, %1\n\t"
+                   "movq %%rbp, %2"
+                   : "=r"(regs.ip), "=r"(regs.sp), "=r"(regs.bp));
+  if (!stack_bounds(t, regs.sp))
+    return -1;
+  return culpert__unwind_walk(regs, t->stack_lo, t->stack_hi, raw, max, &t->unwind);
+#else
+  (void)raw, (void)max;
+  return -1;
+#endif
+}
+
+/* libunwind, inlined into culpert__stack_capture so that it adds no
  * frame of its own: libunwind caches frame descriptions per thread. */
 static inline __attribute__((always_inline)) uint32_t capture_unwind(uintptr_t *raw, uint32_t max)
 {
@@ -223,9 +290,14 @@ CULPERT__NOINLINE uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max)
      * function (sample_check is inlined into it), three; UNWIND_SLACK
      * leaves room for more than twice that. */
     want = max + UNWIND_SLACK;
-    pthread_rwlock_rdlock(&capture_lock);
-    n = capture_unwind(ips, want);
-    pthread_rwlock_unlock(&capture_lock);
+    int got = use_cfi ? capture_cfi(ips, want) : -1;
+    if (got >= 0) {
+      n = (uint32_t)got;
+    } else {
+      pthread_rwlock_rdlock(&capture_lock);
+      n = capture_unwind(ips, want);
+      pthread_rwlock_unlock(&capture_lock);
+    }
   } else {
     n = capture_fp(ips, want);
   }
@@ -245,14 +317,17 @@ CULPERT__NOINLINE uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max)
 void culpert__stack_lock(void)
 {
   pthread_rwlock_wrlock(&capture_lock);
+  culpert__unwind_lock();
 }
 
 void culpert__stack_unlock(void)
 {
+  culpert__unwind_unlock();
   pthread_rwlock_unlock(&capture_lock);
 }
 
 void culpert__stack_reinit_lock(void)
 {
+  culpert__unwind_reinit_lock();
   pthread_rwlock_init(&capture_lock, NULL);
 }

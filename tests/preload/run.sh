@@ -211,6 +211,23 @@ dlopen)
   expect_totals d.pb.gz plugin "60 30720 60 30720 60"
   expect_line "$(profile d.pb.gz)" ' span=plugin frames=[^ ]*;main' "stack through the plugin"
   ;;
+stack_edges)
+  # In both stack modes: a sample inside the program's own
+  # pthread_getattr_np (main thread and another) does not hang, and in the
+  # default mode a stack through a signal frame (culpert's call-frame walk
+  # hands those to libunwind) reaches main.
+  for mode in libunwind fp; do
+    out=$(CULPERT_STACK=$mode CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/s-$mode.pb.gz" \
+      timeout 60 env LD_PRELOAD="$LIB" "$BIN/wl_stacks" 2>err) || fail "wl_stacks ($mode) failed: $(cat err)"
+    expect_line "$out" '^handled=1$' "wl_stacks ($mode)"
+    expect_line "$out" '^getattr=2$' "wl_stacks ($mode)"
+    expect_line "$(profile "s-$mode.pb.gz")" ' 555 .*frames=main_alloc;main(;|$| )' \
+      "main's stack ($mode)"
+  done
+  expect_line "$(profile s-libunwind.pb.gz)" \
+    ' 777 .*frames=handler_alloc;on_signal;.*;raise_it;main(;|$| )' \
+    "handler's stack through the signal frame"
+  ;;
 cxx_unwind)
   # Exceptions and backtrace() behave exactly as without libculpert.
   "$BIN/wl_cxx" >plain.out 2>&1 || fail "wl_cxx failed without libculpert"

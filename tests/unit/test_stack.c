@@ -2,13 +2,16 @@
 /*
  * test_stack.c: the frame-pointer walk follows a good chain and stops,
  * without reading outside the stack, at anything suspicious; stack capture
- * starts at the caller, never inside culpert.
+ * starts at the caller, never inside culpert; the bounds of a stack are
+ * those of its mapping.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -107,12 +110,36 @@ static void test_stack_capture_modes(void **state)
               strcmp(culpert__stack_mode_name(), "fp") == 0);
 }
 
+/* The mapping of an address: a stack variable's holds it and the current
+ * frame; a page between two inaccessible ones is exactly that page. */
+static void test_stack_mapping(void **state)
+{
+  (void)state;
+  uintptr_t lo = 0, hi = 0;
+  int local = 0;
+  assert_true(culpert__stack_mapping((uintptr_t)&local, &lo, &hi));
+  assert_true(lo <= (uintptr_t)&local && (uintptr_t)&local < hi);
+  uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+  assert_true(lo <= fp && fp < hi);
+  long page = sysconf(_SC_PAGESIZE);
+  char *m = mmap(NULL, (size_t)page * 3, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(m != MAP_FAILED);
+  assert_int_equal(mprotect(m + page, (size_t)page, PROT_READ | PROT_WRITE), 0);
+  assert_true(culpert__stack_mapping((uintptr_t)m + (uintptr_t)page + 100, &lo, &hi));
+  assert_int_equal(lo, (uintptr_t)m + (uintptr_t)page);
+  assert_int_equal(hi, (uintptr_t)m + 2 * (uintptr_t)page);
+  munmap(m, (size_t)page * 3);
+  /* nothing is mapped at 0 */
+  assert_false(culpert__stack_mapping(16, &lo, &hi));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stack_fp_good_chain),
       cmocka_unit_test(test_stack_fp_stops_on_bad_frames),
       cmocka_unit_test(test_stack_capture_modes),
+      cmocka_unit_test(test_stack_mapping),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

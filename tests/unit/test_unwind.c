@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * test_unwind.c: culpert's call-frame walk gives exactly libunwind's
+ * stack through frames of every common shape (no frame pointer, frame
+ * pointer, alloca, a large frame, libc's qsort calling back, a thread),
+ * gives up (-1) where libunwind must do it (a signal frame, code without
+ * call-frame information, a stack outside the bounds), and never reads
+ * outside the bounds it is given, whatever the stack holds.
+ */
+#include <alloca.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "internal.h"
+
+#define MAX_FRAMES 128
+
+static int (*unw_backtrace_fn)(void **, int);
+
+struct capture {
+  uintptr_t ours[MAX_FRAMES], theirs[MAX_FRAMES];
+  int n_ours, n_theirs;
+  uintptr_t caller; /* return address into the caller of compare_here */
+};
+
+static void stack_bounds(uintptr_t *lo, uintptr_t *hi)
+{
+  pthread_attr_t attr;
+  void *addr;
+  size_t size;
+  assert_int_equal(pthread_getattr_np(pthread_self(), &attr), 0);
+  assert_int_equal(pthread_attr_getstack(&attr, &addr, &size), 0);
+  pthread_attr_destroy(&attr);
+  *lo = (uintptr_t)addr;
+  *hi = (uintptr_t)addr + size;
+}
+
+/* The walk from this function's own registers, as stack.c starts it. */
+__attribute__((noinline)) static int walk_here(uintptr_t *ips, uint32_t max)
+{
+  uintptr_t lo, hi;
+  stack_bounds(&lo, &hi);
+  struct culpert__regs regs;
+  __asm__ volatile("leaq 0(%%rip), %0\n\t"
+                   "movq %%rsp, %1\n\t"
+                   "movq %%rbp, %2"
+                   : "=r"(regs.ip), "=r"(regs.sp), "=r"(regs.bp));
+  int n = culpert__unwind_walk(regs, lo, hi, ips, max, &culpert__tls.unwind);
+  __asm__ volatile("" ::: "memory"); /* no tail call: keep this frame */
+  return n;
+}
+
+/* Both walks from here, and where this function returns to. */
+__attribute__((noinline)) static void compare_here(struct capture *c)
+{
+  c->caller = (uintptr_t)__builtin_return_address(0);
+  c->n_ours = walk_here(c->ours, MAX_FRAMES);
+  c->n_theirs = unw_backtrace_fn((void **)c->theirs, MAX_FRAMES);
+  __asm__ volatile("" ::: "memory");
+}
+
+static int index_of(const uintptr_t *ips, int n, uintptr_t ip)
+{
+  for (int i = 0; i < n; i++)
+    if (ips[i] == ip)
+      return i;
+  return -1;
+}
+
+static void print_stack(const char *who, const uintptr_t *ips, int n)
+{
+  fprintf(stderr, "%s (%d frames):\n", who, n);
+  for (int i = 0; i < n; i++) {
+    Dl_info info;
+    const char *name = dladdr((void *)ips[i], &info) && info.dli_sname ? info.dli_sname : "?";
+    fprintf(stderr, "  %#lx %s\n", (unsigned long)ips[i], name);
+  }
+}
+
+/* From compare_here's caller outwards, the two stacks are equal. */
+static void assert_same_stack(const struct capture *c, const char *what)
+{
+  int a = c->n_ours < 0 ? -1 : index_of(c->ours, c->n_ours, c->caller);
+  int b = index_of(c->theirs, c->n_theirs, c->caller);
+  int same = a >= 0 && b >= 0 && c->n_ours - a == c->n_theirs - b &&
+             memcmp(c->ours + a, c->theirs + b, (size_t)(c->n_ours - a) * sizeof(uintptr_t)) == 0;
+  if (!same) {
+    print_stack("culpert", c->ours, c->n_ours);
+    print_stack("libunwind", c->theirs, c->n_theirs);
+    fail_msg("%s: the stacks differ", what);
+  }
+  assert_true(c->n_ours - a >= 3); /* the shape's frames, main, and more */
+}
+
+/* ---------------------------------------------------------------- frame shapes */
+
+#define KEEP(x) __asm__ volatile("" : : "r"(x) : "memory")
+
+__attribute__((noinline)) static void leaf(struct capture *c)
+{
+  compare_here(c);
+  KEEP(c);
+}
+
+__attribute__((noinline)) static void recurse(struct capture *c, int depth)
+{
+  if (depth == 0)
+    leaf(c);
+  else
+    recurse(c, depth - 1);
+  KEEP(c);
+}
+
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) static void with_fp(struct capture *c,
+                                                                                 int depth)
+{
+  if (depth == 0)
+    leaf(c);
+  else
+    with_fp(c, depth - 1);
+  KEEP(c);
+}
+
+__attribute__((noinline)) static void with_alloca(struct capture *c, size_t n)
+{
+  char *buf = alloca(n);
+  memset(buf, 1, n);
+  KEEP(buf);
+  leaf(c);
+  KEEP(buf);
+}
+
+__attribute__((noinline)) static void with_big_frame(struct capture *c)
+{
+  volatile char buf[40000];
+  buf[0] = 1;
+  buf[sizeof buf - 1] = 2;
+  leaf(c);
+  KEEP(&buf[0]);
+}
+
+/* Many values live across the call: callee-saved registers pushed, rbp
+ * among them but not first. */
+__attribute__((noinline)) static uint64_t with_saved_regs(struct capture *c, uint64_t a, uint64_t b)
+{
+  uint64_t x1 = a * 3, x2 = b * 5, x3 = a ^ b, x4 = a + b, x5 = a - b, x6 = a * b;
+  KEEP(x1);
+  KEEP(x2);
+  KEEP(x3);
+  KEEP(x4);
+  KEEP(x5);
+  KEEP(x6);
+  leaf(c);
+  return x1 + x2 + x3 + x4 + x5 + x6;
+}
+
+static struct capture *sort_capture;
+
+static int compare_ints(const void *a, const void *b)
+{
+  if (sort_capture != NULL) {
+    leaf(sort_capture);
+    sort_capture = NULL;
+  }
+  return *(const int *)a - *(const int *)b;
+}
+
+static void test_unwind_matches_libunwind(void **state)
+{
+  (void)state;
+  struct capture c;
+  recurse(&c, 10);
+  assert_same_stack(&c, "no frame pointer");
+  with_fp(&c, 5);
+  assert_same_stack(&c, "frame pointer");
+  with_alloca(&c, 1000);
+  assert_same_stack(&c, "alloca");
+  with_big_frame(&c);
+  assert_same_stack(&c, "40 KB frame");
+  assert_true(with_saved_regs(&c, 7, 9) != 0);
+  assert_same_stack(&c, "callee-saved registers");
+  int v[64];
+  for (int i = 0; i < 64; i++)
+    v[i] = (i * 37) % 64;
+  sort_capture = &c;
+  qsort(v, 64, sizeof v[0], compare_ints);
+  assert_same_stack(&c, "called back by qsort");
+  /* Twice more: the second and third walks read cached rules. */
+  for (int i = 0; i < 2; i++) {
+    recurse(&c, 3);
+    assert_same_stack(&c, "cached rules");
+  }
+  culpert__unwind_flush();
+  with_fp(&c, 2);
+  assert_same_stack(&c, "after a flush");
+}
+
+/* Deeper than max: exactly max frames. */
+static void test_unwind_stops_at_max(void **state)
+{
+  (void)state;
+  struct capture c;
+  recurse(&c, 200);
+  assert_int_equal(c.n_ours, MAX_FRAMES);
+  assert_int_equal(c.n_theirs, MAX_FRAMES);
+  int a = index_of(c.ours, c.n_ours, c.caller), b = index_of(c.theirs, c.n_theirs, c.caller);
+  assert_true(a >= 0 && b >= 0);
+  int n = MAX_FRAMES - (a > b ? a : b);
+  assert_memory_equal(c.ours + a, c.theirs + b, (size_t)n * sizeof(uintptr_t));
+}
+
+static void *thread_main(void *arg)
+{
+  recurse(arg, 2);
+  return NULL;
+}
+
+static void test_unwind_thread(void **state)
+{
+  (void)state;
+  struct capture c;
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, thread_main, &c), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  assert_same_stack(&c, "a thread");
+}
+
+static volatile int handler_result = -2;
+
+static void on_signal(int sig)
+{
+  (void)sig;
+  uintptr_t ips[MAX_FRAMES];
+  handler_result = walk_here(ips, MAX_FRAMES);
+}
+
+/* A signal frame is libunwind's: the walk gives up there. */
+static void test_unwind_gives_up_on_signal_frames(void **state)
+{
+  (void)state;
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+  raise(SIGUSR1);
+  assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+  assert_int_equal(handler_result, -1);
+}
+
+/* Code without call-frame information, and stacks outside the bounds:
+ * -1 before any read. */
+static void test_unwind_gives_up_without_rules(void **state)
+{
+  (void)state;
+  uintptr_t ips[8], lo, hi;
+  stack_bounds(&lo, &hi);
+  void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(page != MAP_FAILED);
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  struct culpert__regs regs = {(uintptr_t)page + 64, sp, sp};
+  assert_int_equal(culpert__unwind_walk(regs, lo, hi, ips, 8, &culpert__tls.unwind), -1);
+  regs.ip = (uintptr_t)leaf;
+  regs.sp = lo - 64;
+  assert_int_equal(culpert__unwind_walk(regs, lo, hi, ips, 8, &culpert__tls.unwind), -1);
+  regs.sp = hi;
+  assert_int_equal(culpert__unwind_walk(regs, lo, hi, ips, 8, &culpert__tls.unwind), -1);
+  munmap(page, 4096);
+}
+
+/* Random words on a stack between two inaccessible pages, walked from
+ * real code addresses with random registers: every walk ends (a fault
+ * would kill the test) with -1 or at most max frames. */
+static void test_unwind_never_reads_outside(void **state)
+{
+  (void)state;
+  long page = sysconf(_SC_PAGESIZE);
+  uint8_t *m = mmap(NULL, (size_t)page * 4, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(m != MAP_FAILED);
+  uint8_t *stack = m + page;
+  assert_int_equal(mprotect(stack, (size_t)page * 2, PROT_READ | PROT_WRITE), 0);
+  uintptr_t lo = (uintptr_t)stack, hi = lo + (uintptr_t)page * 2;
+  /* Addresses with call-frame rules: inside this file's functions and libc's. */
+  const uintptr_t code[] = {(uintptr_t)leaf + 4,        (uintptr_t)recurse + 8,
+                            (uintptr_t)with_fp + 12,    (uintptr_t)with_alloca + 20,
+                            (uintptr_t)with_saved_regs, (uintptr_t)qsort + 16};
+  uint64_t s = 0x9E3779B97F4A7C15u;
+  int walked = 0, gave_up = 0, deepest = 0;
+  for (int round = 0; round < 20000; round++) {
+    uintptr_t *w = (uintptr_t *)stack;
+    for (size_t i = 0; i < (size_t)page * 2 / sizeof *w; i++) {
+      s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+      /* Pointers into the stack, code addresses, zeros (a zero return
+       * address ends a walk) and noise. */
+      switch (s % 5) {
+      case 0:
+        w[i] = lo + (s >> 8) % ((uintptr_t)page * 2 + 256) - 128;
+        break;
+      case 1:
+        w[i] = code[(s >> 8) % (sizeof code / sizeof code[0])] + 1;
+        break;
+      case 2:
+        w[i] = 0;
+        break;
+      default:
+        w[i] = s;
+      }
+    }
+    struct culpert__regs regs = {code[round % 6], lo + (s >> 4) % ((uintptr_t)page * 2),
+                                 lo + (s >> 20) % ((uintptr_t)page * 2)};
+    uintptr_t ips[32];
+    int n = culpert__unwind_walk(regs, lo, hi, ips, 32, &culpert__tls.unwind);
+    assert_true(n == -1 || (n >= 1 && n <= 32));
+    if (n > 0)
+      walked++;
+    else
+      gave_up++;
+    if (n > deepest)
+      deepest = n;
+  }
+  assert_true(walked > 0 && deepest >= 3); /* some walks stepped through random frames */
+  assert_true(gave_up > 0);
+  munmap(m, (size_t)page * 4);
+}
+
+static int setup(void **state)
+{
+  (void)state;
+  void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL)
+    return -1;
+  *(void **)&unw_backtrace_fn = dlsym(h, "unw_backtrace");
+  return unw_backtrace_fn == NULL ? -1 : 0;
+}
+
+int main(void)
+{
+  if (!culpert__unwind_available()) {
+    fprintf(stderr, "culpert's call-frame walk is not built on this platform\n");
+    return 0;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_unwind_matches_libunwind),
+      cmocka_unit_test(test_unwind_stops_at_max),
+      cmocka_unit_test(test_unwind_thread),
+      cmocka_unit_test(test_unwind_gives_up_on_signal_frames),
+      cmocka_unit_test(test_unwind_gives_up_without_rules),
+      cmocka_unit_test(test_unwind_never_reads_outside),
+  };
+  return cmocka_run_group_tests(tests, setup, NULL);
+}
