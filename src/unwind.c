@@ -108,18 +108,18 @@ struct rule {
  * rbp_at. The return address is always at CFA - 8 (anything else gives
  * up).
  */
-#define CACHE_BITS    12u
-#define CACHE_SIZE    (1u << CACHE_BITS)
-#define TAG_BITS      35u
-#define FILLED        (UINT64_C(1) << 35)
-#define KEY_MASK      (FILLED | (FILLED - 1u))
-#define KIND_SHIFT    36u
-#define KIND_MASK     (UINT64_C(3) << KIND_SHIFT)
-#define CFA_RBP       (UINT64_C(1) << 38)
-#define CFA_OFF(w)    (((w) >> 36) & 0x7fff8u)
-#define RBP_SLOT(w)   (((w) >> 52) & 0x7f8u)
-#define MAX_ADDR      (UINT64_C(1) << (CACHE_BITS + TAG_BITS))
-#define GIVE_UP_WORD  ((uint64_t)RULE_GIVE_UP << KIND_SHIFT)
+#define CACHE_BITS   12u
+#define CACHE_SIZE   (1u << CACHE_BITS)
+#define TAG_BITS     35u
+#define FILLED       (UINT64_C(1) << 35)
+#define KEY_MASK     (FILLED | (FILLED - 1u))
+#define KIND_SHIFT   36u
+#define KIND_MASK    (UINT64_C(3) << KIND_SHIFT)
+#define CFA_RBP      (UINT64_C(1) << 38)
+#define CFA_OFF(w)   (((w) >> 36) & 0x7fff8u)
+#define RBP_SLOT(w)  (((w) >> 52) & 0x7f8u)
+#define MAX_ADDR     (UINT64_C(1) << (CACHE_BITS + TAG_BITS))
+#define GIVE_UP_WORD ((uint64_t)RULE_GIVE_UP << KIND_SHIFT)
 
 static _Atomic uint64_t cache[CACHE_SIZE];
 /* Bumped by every flush; a fill that raced a flush takes its word back. */
@@ -555,7 +555,8 @@ static void lookup_slow(uintptr_t addr, struct rule *out)
   r.end = end;
   const uint8_t *cie_field = r.p;
   uint32_t cie_off = (uint32_t)rd_fixed(&r, 4);
-  if (r.bad || cie_off == 0 || cie_off > (uintptr_t)(cie_field - (const uint8_t *)obj.dlfo_map_start))
+  if (r.bad || cie_off == 0 ||
+      cie_off > (uintptr_t)(cie_field - (const uint8_t *)obj.dlfo_map_start))
     return;
   struct cie c;
   if (!parse_cie(cie_field - cie_off, map_end, &c))
