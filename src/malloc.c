@@ -444,9 +444,11 @@ static CULPERT__NOINLINE void *realloc_slow(void *p, size_t n)
   if (had) {
     int saved = errno;
     culpert__tls.guard++;
-    /* A failed realloc leaves p untouched and still live. */
-    if (q == NULL && n != 0)
-      culpert__live_insert(p, &v);
+    /* A failed realloc leaves p untouched and still live; if it cannot
+     * go back into the table (only when mmap fails), it is counted as
+     * dropped, as sample_check counts a sample it cannot insert. */
+    if (q == NULL && n != 0 && culpert__live_insert(p, &v) != 0)
+      culpert__record_count_dropped();
     culpert__tls.guard--;
     errno = saved;
   }
