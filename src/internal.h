@@ -124,9 +124,9 @@ extern struct culpert__config culpert__cfg;
 
 /* The call-frame walk's own small cache of rules (unwind.c), per thread:
  * 32 (address, rule word) pairs, direct mapped. A sample whose frames were
- * seen lately on this thread reads these eight lines, prefetched when the
- * sample starts, instead of a cache line of the shared rule table per
- * frame, each a miss that waits for the one before. */
+ * seen lately on this thread reads these eight lines instead of a line of
+ * the shared rule table per frame, each a miss that waits for the one
+ * before. */
 #define CULPERT__UNWIND_MEMO_BITS 5u
 struct culpert__unwind_memo {
   struct {
@@ -403,15 +403,6 @@ struct culpert__regs {
  */
 int culpert__unwind_walk(struct culpert__regs regs, uintptr_t lo, uintptr_t hi, uintptr_t *ips,
                          uint32_t max, struct culpert__unwind_memo *memo);
-
-/* culpert__unwind_prefetch: start loading the calling thread's memo, so
- * its misses overlap with the work before the walk. */
-static inline void culpert__unwind_prefetch(void)
-{
-  const char *m = (const char *)&culpert__tls.unwind;
-  for (size_t i = 0; i < sizeof culpert__tls.unwind; i += 64)
-    __builtin_prefetch(m + i);
-}
 
 /* culpert__unwind_available: 0 where the walk always returns -1 (not
  * x86-64, or a glibc without _dl_find_object). */

@@ -340,7 +340,6 @@ static inline __attribute__((always_inline)) void sample_check(void *p, size_t n
   if (t->countdown > 0 || (t->countdown == 0 && culpert__rate != 0))
     goto out; /* the next sample point lies beyond this allocation */
   COST_NOW(c0);
-  culpert__unwind_prefetch();
   t->countdown = culpert__sampler_next(t);
   culpert__live_prefetch(p);
   COST_NOW(c1);

@@ -30,8 +30,7 @@ typedef int (*get_reg_fn)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
 typedef int (*backtrace_fn)(void **, int);
 
 static int mode = CULPERT__STACK_FP;
-/* In libunwind mode, try culpert's own call-frame walk first. */
-static int use_cfi;
+static int use_cfi; /* in libunwind mode, try culpert__unwind_walk first */
 
 /* Leading frames of culpert (and libunwind) a libunwind capture makes room
  * for; at most CULPERT__STACK_SLACK. */
@@ -102,6 +101,7 @@ void culpert__stack_init(int want)
   memcpy(&addr, &self, sizeof addr); /* ISO C has no function-to-object cast */
   text_range(addr, &skip[0]);
   mode = CULPERT__STACK_FP;
+  use_cfi = 0;
   if (want != CULPERT__STACK_LIBUNWIND)
     return;
   void *h = dlopen("libunwind.so.8", RTLD_LOCAL | RTLD_NOW);
