@@ -16,6 +16,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define UNW_LOCAL_ONLY
@@ -193,14 +194,50 @@ int culpert__stack_mapping(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
   return found;
 }
 
+/* The initial stack pointer of the main thread (exported by ld.so): its
+ * stack's frames all lie below it. */
+extern void *__libc_stack_end;
+
+/* 1 if every page of [lo, hi) can be read: one byte of each, read from
+ * this process with process_vm_readv, which fails instead of faulting. */
+static int readable(uintptr_t lo, uintptr_t hi)
+{
+  enum { CHUNK = 64 };
+  struct iovec local[CHUNK], remote[CHUNK];
+  char sink[CHUNK];
+  const uintptr_t page = 4096;
+  pid_t self = getpid();
+  for (uintptr_t at = lo & ~(page - 1); at < hi;) {
+    int n = 0;
+    for (; n < CHUNK && at < hi; n++, at += page) {
+      local[n] = (struct iovec){&sink[n], 1};
+      remote[n] = (struct iovec){(void *)at, 1};
+    }
+    if (process_vm_readv(self, local, (unsigned long)n, remote, (unsigned long)n, 0) != n)
+      return 0;
+  }
+  return 1;
+}
+
+/* Beyond this much stack in use, the bounds come from /proc instead. */
+#define MAX_STACK_IN_USE ((uintptr_t)1 << 30)
+
 /*
- * The bounds of the stack the thread runs on now, for the walks: the
- * mapping that holds `sp`, read from /proc/self/maps (with plain
- * open/read: this runs inside malloc) and kept until sp leaves it (the
- * main thread's stack grows; a fiber or signal stack is another
- * mapping). Not pthread_getattr_np: it holds the thread's lock while it
- * allocates, so a sample taken inside the program's own call of it would
- * wait for itself. Returns 0 when /proc cannot tell, and from then on.
+ * The bounds of the stack the thread runs on now, for the walks, kept
+ * until the stack pointer leaves them. The top: glibc puts a thread's
+ * descriptor (pthread_self()) just above its stack, and the main
+ * thread's frames lie below __libc_stack_end; the bottom: the page of the
+ * stack pointer (nothing below it is read). The range is checked readable
+ * once, with process_vm_readv (one system call for up to 64 pages; when
+ * the stack grows, only the new pages). On a fiber or signal stack below
+ * the thread's own, that range would cross the stack's guard page (or
+ * the gap the kernel keeps below the main stack) and the check fails;
+ * above it, the top lies below the stack pointer. Then the bounds are
+ * those of the mapping that holds the stack pointer, from
+ * /proc/self/maps (read with open/read: this runs inside malloc). Not
+ * pthread_getattr_np: it holds the thread's lock while it allocates, so a
+ * sample taken inside a program's own call of it would wait for itself.
+ * Returns 0 when nothing can tell, and from then on.
  */
 static int stack_bounds(struct culpert__thread *t, uintptr_t sp)
 {
@@ -208,12 +245,23 @@ static int stack_bounds(struct culpert__thread *t, uintptr_t sp)
     return 1;
   if (t->stack_hi == 1)
     return 0;
-  if (!culpert__stack_mapping(sp, &t->stack_lo, &t->stack_hi)) {
-    t->stack_lo = 0;
-    t->stack_hi = 1;
-    return 0;
+  uintptr_t top =
+      gettid() == getpid() ? ((uintptr_t)__libc_stack_end | 4095u) + 1u : (uintptr_t)pthread_self();
+  uintptr_t lo = sp & ~(uintptr_t)4095u;
+  if (top > sp && top - sp <= MAX_STACK_IN_USE) {
+    /* Grown below pages already checked: check only the new ones. */
+    uintptr_t checked = t->stack_hi == top && lo < t->stack_lo ? t->stack_lo : top;
+    if (readable(lo, checked)) {
+      t->stack_lo = lo;
+      t->stack_hi = top;
+      return 1;
+    }
   }
-  return 1;
+  if (culpert__stack_mapping(sp, &t->stack_lo, &t->stack_hi))
+    return 1;
+  t->stack_lo = 0;
+  t->stack_hi = 1;
+  return 0;
 }
 
 static uint32_t capture_fp(uintptr_t *raw, uint32_t max)

@@ -213,13 +213,15 @@ dlopen)
   ;;
 stack_edges)
   # In both stack modes: a sample inside the program's own
-  # pthread_getattr_np (main thread and another) does not hang, and in the
-  # default mode a stack through a signal frame (culpert's call-frame walk
-  # hands those to libunwind) reaches main.
+  # pthread_getattr_np (main thread and another) does not hang, a handler
+  # on an alternate signal stack gets its stack, and in the default mode a
+  # stack through a signal frame (culpert's call-frame walk hands those to
+  # libunwind) reaches main.
   for mode in libunwind fp; do
     out=$(CULPERT_STACK=$mode CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/s-$mode.pb.gz" \
       timeout 60 env LD_PRELOAD="$LIB" "$BIN/wl_stacks" 2>err) || fail "wl_stacks ($mode) failed: $(cat err)"
     expect_line "$out" '^handled=1$' "wl_stacks ($mode)"
+    expect_line "$out" '^alt=1$' "wl_stacks ($mode)"
     expect_line "$out" '^getattr=2$' "wl_stacks ($mode)"
     expect_line "$(profile "s-$mode.pb.gz")" ' 555 .*frames=main_alloc;main(;|$| )' \
       "main's stack ($mode)"
@@ -227,6 +229,12 @@ stack_edges)
   expect_line "$(profile s-libunwind.pb.gz)" \
     ' 777 .*frames=handler_alloc;on_signal;.*;raise_it;main(;|$| )' \
     "handler's stack through the signal frame"
+  # On the alternate signal stack: the handler's frames (libunwind also
+  # steps back to main through the signal frame).
+  expect_line "$(profile s-libunwind.pb.gz)" ' 999 .*frames=alt_alloc;on_alt_signal;.*;main(;|$| )' \
+    "handler's stack on the alternate signal stack"
+  expect_line "$(profile s-fp.pb.gz)" ' 999 .*frames=alt_alloc;on_alt_signal' \
+    "handler's stack on the alternate signal stack (fp)"
   ;;
 cxx_unwind)
   # Exceptions and backtrace() behave exactly as without libculpert.
