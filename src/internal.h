@@ -147,8 +147,8 @@ struct culpert__thread {
   uint32_t guard;         /* >0: inside culpert, pass every call through */
   uint32_t ready;         /* the PRNG stream is seeded */
   uint64_t rng;           /* this thread's PRNG state (splitmix64) */
-  uintptr_t stack_lo;     /* the mapping of the stack this thread ran on */
-  uintptr_t stack_hi;     /* at its last walk; 0 = none yet, 1 = /proc failed */
+  uintptr_t stack_lo;     /* readable bounds of the stack this thread ran */
+  uintptr_t stack_hi;     /* on at its last walk (0, 0: none yet) */
   uint64_t span_seq_next; /* span id sequence numbers reserved by this thread */
   uint64_t span_seq_end;
   uint32_t span_depth; /* spans open, including those beyond the stack */

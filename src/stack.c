@@ -219,8 +219,9 @@ static int readable(uintptr_t lo, uintptr_t hi)
   return 1;
 }
 
-/* Beyond this much stack in use, the bounds come from /proc instead. */
-#define MAX_STACK_IN_USE ((uintptr_t)1 << 30)
+/* Beyond this much stack in use (256 system calls to check), the bounds
+ * come from /proc instead. */
+#define MAX_STACK_IN_USE ((uintptr_t)64 << 20)
 
 /*
  * The bounds of the stack the thread runs on now, for the walks, kept
@@ -237,14 +238,12 @@ static int readable(uintptr_t lo, uintptr_t hi)
  * /proc/self/maps (read with open/read: this runs inside malloc). Not
  * pthread_getattr_np: it holds the thread's lock while it allocates, so a
  * sample taken inside a program's own call of it would wait for itself.
- * Returns 0 when nothing can tell, and from then on.
+ * Returns 0 when neither can tell (no walk this time).
  */
 static int stack_bounds(struct culpert__thread *t, uintptr_t sp)
 {
   if (sp - t->stack_lo < t->stack_hi - t->stack_lo)
     return 1;
-  if (t->stack_hi == 1)
-    return 0;
   uintptr_t top =
       gettid() == getpid() ? ((uintptr_t)__libc_stack_end | 4095u) + 1u : (uintptr_t)pthread_self();
   uintptr_t lo = sp & ~(uintptr_t)4095u;
@@ -259,8 +258,7 @@ static int stack_bounds(struct culpert__thread *t, uintptr_t sp)
   }
   if (culpert__stack_mapping(sp, &t->stack_lo, &t->stack_hi))
     return 1;
-  t->stack_lo = 0;
-  t->stack_hi = 1;
+  t->stack_lo = t->stack_hi = 0;
   return 0;
 }
 
