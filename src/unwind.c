@@ -7,9 +7,10 @@
  * stack pointer (the CFA) is, relative to rsp or rbp, and where rbp was
  * saved. Rules are cached in one process-wide table of 4096 words, each
  * word a whole entry (address tag and rule), so readers need no lock and
- * never see a torn entry. A miss finds the object with _dl_find_object,
- * the FDE through .eh_frame_hdr's sorted table, and runs the CIE's and
- * the FDE's instructions up to the address.
+ * never see a torn entry, and in a memo of 32 per thread. A miss finds
+ * the object with _dl_find_object, the FDE through .eh_frame_hdr's sorted
+ * table, and runs the CIE's and the FDE's instructions up to the
+ * address.
  *
  * Anything the rules cannot express (a DWARF expression, a CFA based on
  * another register, a signal frame, code without call-frame information,
@@ -18,8 +19,8 @@
  * result is always what libunwind would give, only faster when the rules
  * suffice.
  *
- * Runs inside malloc with the guard set: no allocation, no locks, no
- * stdio. Every read of the stack is bounds-checked against the thread's
+ * Runs inside malloc with the guard set: no allocation, no stdio, and a
+ * lock only on a miss. Every read of the stack is bounds-checked against the thread's
  * stack and every read of call-frame data against the object's mapping,
  * so a corrupt stack ends the walk instead of faulting.
  */
