@@ -3,16 +3,19 @@
  * test_unwind.c: culpert's call-frame walk gives exactly libunwind's
  * stack through frames of every common shape (no frame pointer, frame
  * pointer, alloca, a large frame, libc's qsort calling back, a thread),
- * gives up (-1) where libunwind must do it (a signal frame, code without
- * call-frame information, a stack outside the bounds), and never reads
- * outside the bounds it is given, whatever the stack holds.
+ * and while other threads flush its cache, gives up (-1) where libunwind
+ * must do it (a signal frame, code without call-frame information, a
+ * stack outside the bounds), and never reads outside the bounds it is
+ * given, whatever the stack holds.
  */
 #include <alloca.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -237,6 +240,69 @@ static void test_unwind_thread(void **state)
   assert_same_stack(&c, "a thread");
 }
 
+/* Four threads compare walks with libunwind's while the main thread
+ * flushes the rule cache over and over: fills, hits and flushes race, and
+ * every stack must still be libunwind's. */
+#define RACE_ROUNDS 300
+
+struct racer {
+  pthread_t thread;
+  int mismatches, walked;
+};
+
+static atomic_int racing;
+
+static int same_stack(const struct capture *c)
+{
+  int a = c->n_ours < 0 ? -1 : index_of(c->ours, c->n_ours, c->caller);
+  int b = index_of(c->theirs, c->n_theirs, c->caller);
+  return a >= 0 && b >= 0 && c->n_ours - a == c->n_theirs - b &&
+         memcmp(c->ours + a, c->theirs + b, (size_t)(c->n_ours - a) * sizeof(uintptr_t)) == 0;
+}
+
+static void *race_main(void *arg)
+{
+  struct racer *r = arg;
+  struct capture c;
+  for (int i = 0; i < RACE_ROUNDS; i++) {
+    if (i % 3 == 0)
+      recurse(&c, i % 7);
+    else if (i % 3 == 1)
+      with_fp(&c, i % 5);
+    else
+      with_alloca(&c, 64 + (size_t)i);
+    if (!same_stack(&c))
+      r->mismatches++;
+    r->walked++;
+  }
+  atomic_fetch_sub(&racing, 1);
+  return NULL;
+}
+
+static void test_unwind_threads_and_flushes(void **state)
+{
+  (void)state;
+  struct racer r[4];
+  memset(r, 0, sizeof r);
+  atomic_store(&racing, 4);
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(pthread_create(&r[i].thread, NULL, race_main, &r[i]), 0);
+  int flushes = 0;
+  while (atomic_load(&racing) > 0) {
+    culpert__unwind_flush();
+    flushes++;
+    sched_yield();
+  }
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(pthread_join(r[i].thread, NULL), 0);
+    assert_int_equal(r[i].walked, RACE_ROUNDS);
+    if (r[i].mismatches != 0)
+      fail_msg("thread %d: %d of %d stacks differ from libunwind's", i, r[i].mismatches,
+               RACE_ROUNDS);
+  }
+  assert_true(flushes > 0);
+}
+
 static volatile int handler_result = -2;
 
 static void on_signal(int sig)
@@ -355,6 +421,7 @@ int main(void)
       cmocka_unit_test(test_unwind_matches_libunwind),
       cmocka_unit_test(test_unwind_stops_at_max),
       cmocka_unit_test(test_unwind_thread),
+      cmocka_unit_test(test_unwind_threads_and_flushes),
       cmocka_unit_test(test_unwind_gives_up_on_signal_frames),
       cmocka_unit_test(test_unwind_gives_up_without_rules),
       cmocka_unit_test(test_unwind_never_reads_outside),
