@@ -233,7 +233,10 @@ static int readable(uintptr_t lo, uintptr_t hi)
  * the stack grows, only the new pages). On a fiber or signal stack below
  * the thread's own, that range would cross the stack's guard page (or
  * the gap the kernel keeps below the main stack) and the check fails;
- * above it, the top lies below the stack pointer. Then the bounds are
+ * above it, the top lies below the stack pointer. (Only a thread created
+ * with a guard size of 0, whose fiber stack lies below its own with
+ * nothing but readable mappings between, would pass over several
+ * mappings.) Then the bounds are
  * those of the mapping that holds the stack pointer, from
  * /proc/self/maps (read with open/read: this runs inside malloc). Not
  * pthread_getattr_np: it holds the thread's lock while it allocates, so a

@@ -8,6 +8,12 @@
  *                                               realloc, calloc, live blocks
  *   culpert_bench_workload pairs  THREADS OPS   malloc(32)+free pairs made
  *                                               CALL_DEPTH frames down
+ *   culpert_bench_workload churn  THREADS OPS   OPS short-lived threads, one
+ *                                               after another, each making
+ *                                               one malloc(100)+free (at
+ *                                               CULPERT_SAMPLE_RATE=0: what
+ *                                               a thread's first sample
+ *                                               costs)
  *
  * Every thread performs OPS operations (weak scaling: two threads do twice
  * the work of one), so "two threads scale like one" means equal ratios.
@@ -29,7 +35,7 @@
  * sampled allocation unwinds a stack of realistic depth. */
 #define CALL_DEPTH 12
 
-enum mode { MODE_SMALL, MODE_MIXED, MODE_PAIRS };
+enum mode { MODE_SMALL, MODE_MIXED, MODE_PAIRS, MODE_CHURN };
 
 struct job {
   enum mode mode;
@@ -158,6 +164,27 @@ static int pairs_at(unsigned depth, uint64_t ops)
   return rc;
 }
 
+/* One short-lived thread of "churn". */
+static void *churn_thread(void *arg)
+{
+  void *p = malloc(100);
+  KEEP(p);
+  free(p);
+  return p == NULL ? arg : NULL;
+}
+
+static int run_churn(uint64_t ops)
+{
+  for (uint64_t i = 0; i < ops; i++) {
+    pthread_t t;
+    void *failed = NULL;
+    if (pthread_create(&t, NULL, churn_thread, &failed) != 0 || pthread_join(t, &failed) != 0 ||
+        failed != NULL)
+      return -1;
+  }
+  return 0;
+}
+
 static void *run_job(void *arg)
 {
   struct job *j = arg;
@@ -172,13 +199,17 @@ static void *run_job(void *arg)
     j->failed = pairs_at(CALL_DEPTH, j->ops);
     j->bytes = 32 * j->ops;
     break;
+  case MODE_CHURN:
+    j->failed = run_churn(j->ops);
+    j->bytes = 100 * j->ops;
+    break;
   }
   return NULL;
 }
 
 static int usage(void)
 {
-  fprintf(stderr, "usage: culpert_bench_workload small|mixed|pairs THREADS OPS\n");
+  fprintf(stderr, "usage: culpert_bench_workload small|mixed|pairs|churn THREADS OPS\n");
   return 2;
 }
 
@@ -195,6 +226,8 @@ int main(int argc, char **argv)
     mode = MODE_MIXED;
   else if (strcmp(argv[1], "pairs") == 0)
     mode = MODE_PAIRS;
+  else if (strcmp(argv[1], "churn") == 0)
+    mode = MODE_CHURN;
   else
     return usage();
   char *end;
