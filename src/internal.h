@@ -408,6 +408,13 @@ int culpert__unwind_walk(struct culpert__regs regs, uintptr_t lo, uintptr_t hi, 
  * x86-64, or a glibc without _dl_find_object). */
 int culpert__unwind_available(void);
 
+/* culpert__unwind_rule_word: the walk's rule word for addr, read from the
+ * call-frame information whose .eh_frame_hdr is at eh_frame_hdr, reading
+ * nothing outside [lo, hi); exposed for tests (0 where the walk is not
+ * built). */
+uint64_t culpert__unwind_rule_word(const void *eh_frame_hdr, const void *lo, const void *hi,
+                                   uintptr_t addr);
+
 /* culpert__unwind_flush: forget every cached rule. The walk does it
  * itself when it notices an object was unloaded; exposed for tests. */
 void culpert__unwind_flush(void);

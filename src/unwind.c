@@ -358,6 +358,12 @@ static void set_reg(struct row *row, uint64_t reg, enum reg_how how, int64_t off
     row->rsp_rule = 1;
 }
 
+/* v * factor, wrapping instead of overflowing on garbage input. */
+static int64_t scaled(uint64_t v, int64_t factor)
+{
+  return (int64_t)(v * (uint64_t)factor);
+}
+
 #define STATE_DEPTH 8
 
 /*
@@ -380,7 +386,7 @@ static int run(const struct cie *c, const uint8_t *p, const uint8_t *end, uintpt
       delta = op & 0x3fu;
       goto advance;
     case CFA_OFFSET:
-      set_reg(row, op & 0x3fu, REG_AT_CFA, (int64_t)rd_uleb(&r) * c->data_align);
+      set_reg(row, op & 0x3fu, REG_AT_CFA, scaled(rd_uleb(&r), c->data_align));
       continue;
     case CFA_RESTORE:
       reg = op & 0x3fu;
@@ -402,15 +408,15 @@ static int run(const struct cie *c, const uint8_t *p, const uint8_t *end, uintpt
       goto advance;
     case CFA_OFFSET_EXTENDED:
       reg = rd_uleb(&r);
-      set_reg(row, reg, REG_AT_CFA, (int64_t)rd_uleb(&r) * c->data_align);
+      set_reg(row, reg, REG_AT_CFA, scaled(rd_uleb(&r), c->data_align));
       continue;
     case CFA_OFFSET_EXTENDED_SF:
       reg = rd_uleb(&r);
-      set_reg(row, reg, REG_AT_CFA, rd_sleb(&r) * c->data_align);
+      set_reg(row, reg, REG_AT_CFA, scaled((uint64_t)rd_sleb(&r), c->data_align));
       continue;
     case CFA_GNU_NEGATIVE_OFFSET_EXTENDED:
       reg = rd_uleb(&r);
-      set_reg(row, reg, REG_AT_CFA, -(int64_t)rd_uleb(&r) * c->data_align);
+      set_reg(row, reg, REG_AT_CFA, scaled(0u - rd_uleb(&r), c->data_align));
       continue;
     case CFA_RESTORE_EXTENDED:
       reg = rd_uleb(&r);
@@ -458,7 +464,7 @@ static int run(const struct cie *c, const uint8_t *p, const uint8_t *end, uintpt
       continue;
     case CFA_DEF_CFA_SF:
       row->cfa_reg = (int)rd_uleb(&r);
-      row->cfa_off = rd_sleb(&r) * c->data_align;
+      row->cfa_off = scaled((uint64_t)rd_sleb(&r), c->data_align);
       continue;
     case CFA_DEF_CFA_REGISTER:
       row->cfa_reg = (int)rd_uleb(&r);
@@ -467,7 +473,7 @@ static int run(const struct cie *c, const uint8_t *p, const uint8_t *end, uintpt
       row->cfa_off = (int64_t)rd_uleb(&r);
       continue;
     case CFA_DEF_CFA_OFFSET_SF:
-      row->cfa_off = rd_sleb(&r) * c->data_align;
+      row->cfa_off = scaled((uint64_t)rd_sleb(&r), c->data_align);
       continue;
     case CFA_DEF_CFA_EXPRESSION: {
       uint64_t len = rd_uleb(&r);
@@ -537,17 +543,16 @@ static const uint8_t *find_fde(const uint8_t *hdr, const uint8_t *map_end, uintp
   return hdr + fde;
 }
 
-/* The rule at `addr` (a return address minus one, or the exact address
- * of the walk's first frame), read from the call-frame information. */
-static void lookup_slow(uintptr_t addr, struct rule *out)
+/* The rule at `addr` from one object's call-frame information: its
+ * .eh_frame_hdr at `hdr`, every read inside [map_start, map_end). */
+static void rule_from(const uint8_t *hdr, const uint8_t *map_start, const uint8_t *map_end,
+                      uintptr_t addr, struct rule *out)
 {
   out->kind = RULE_GIVE_UP;
-  struct dl_find_object obj;
-  if (_dl_find_object((void *)addr, &obj) != 0 || obj.dlfo_eh_frame == NULL)
+  if (hdr < map_start || hdr >= map_end)
     return;
-  const uint8_t *map_end = obj.dlfo_map_end;
-  const uint8_t *fde = find_fde(obj.dlfo_eh_frame, map_end, addr);
-  if (fde == NULL || fde < (const uint8_t *)obj.dlfo_map_start || fde >= map_end)
+  const uint8_t *fde = find_fde(hdr, map_end, addr);
+  if (fde == NULL || fde < map_start || fde >= map_end)
     return;
   struct reader r = {fde, map_end, 0};
   const uint8_t *end;
@@ -556,8 +561,7 @@ static void lookup_slow(uintptr_t addr, struct rule *out)
   r.end = end;
   const uint8_t *cie_field = r.p;
   uint32_t cie_off = (uint32_t)rd_fixed(&r, 4);
-  if (r.bad || cie_off == 0 ||
-      cie_off > (uintptr_t)(cie_field - (const uint8_t *)obj.dlfo_map_start))
+  if (r.bad || cie_off == 0 || cie_off > (uintptr_t)(cie_field - map_start))
     return;
   struct cie c;
   if (!parse_cie(cie_field - cie_off, map_end, &c))
@@ -590,12 +594,32 @@ static void lookup_slow(uintptr_t addr, struct rule *out)
   out->cfa_off = (uint32_t)row.cfa_off;
   if (row.rbp.how == REG_SAME) {
     out->rbp_at = 0;
-  } else if (row.rbp.how == REG_AT_CFA && row.rbp.off < 0 && row.rbp.off % 8 == 0) {
+  } else if (row.rbp.how == REG_AT_CFA && row.rbp.off < 0 && row.rbp.off >= -8 * 255 &&
+             row.rbp.off % 8 == 0) {
     out->rbp_at = (uint32_t)(-row.rbp.off / 8);
   } else {
     return;
   }
   out->kind = RULE_STEP;
+}
+
+/* The rule at `addr` (a return address minus one, or the exact address
+ * of the walk's first frame), read from the call-frame information of the
+ * object that holds it. */
+static void lookup_slow(uintptr_t addr, struct rule *out)
+{
+  struct dl_find_object obj;
+  out->kind = RULE_GIVE_UP;
+  if (_dl_find_object((void *)addr, &obj) == 0 && obj.dlfo_eh_frame != NULL)
+    rule_from(obj.dlfo_eh_frame, obj.dlfo_map_start, obj.dlfo_map_end, addr, out);
+}
+
+uint64_t culpert__unwind_rule_word(const void *eh_frame_hdr, const void *lo, const void *hi,
+                                   uintptr_t addr)
+{
+  struct rule rule;
+  rule_from(eh_frame_hdr, lo, hi, addr, &rule);
+  return encode(addr, &rule);
 }
 
 static int subs_cb(struct dl_phdr_info *info, size_t size, void *data)
@@ -745,6 +769,13 @@ int culpert__unwind_walk(struct culpert__regs regs, uintptr_t lo, uintptr_t hi, 
 
 int culpert__unwind_available(void)
 {
+  return 0;
+}
+
+uint64_t culpert__unwind_rule_word(const void *eh_frame_hdr, const void *lo, const void *hi,
+                                   uintptr_t addr)
+{
+  (void)eh_frame_hdr, (void)lo, (void)hi, (void)addr;
   return 0;
 }
 

@@ -6,7 +6,7 @@
  * and while other threads flush its cache, gives up (-1) where libunwind
  * must do it (a signal frame, code without call-frame information, a
  * stack outside the bounds), and never reads outside the bounds it is
- * given, whatever the stack holds.
+ * given, whatever the stack or the call-frame data holds.
  */
 #include <alloca.h>
 #include <dlfcn.h>
@@ -401,6 +401,80 @@ static void test_unwind_never_reads_outside(void **state)
   munmap(m, (size_t)page * 4);
 }
 
+/* The extent of the call-frame data of the object holding `code`: its
+ * .eh_frame_hdr (with the sorted table) and the .eh_frame it points to, up
+ * to the zero terminator. */
+static void frame_data(uintptr_t code, const uint8_t **hdr, const uint8_t **start,
+                       const uint8_t **end)
+{
+  struct dl_find_object obj;
+  assert_int_equal(_dl_find_object((void *)code, &obj), 0);
+  const uint8_t *h = obj.dlfo_eh_frame;
+  assert_non_null(h);
+  /* version 1, eh_frame_ptr pcrel|sdata4, count udata4, table datarel|sdata4 */
+  assert_int_equal(h[0], 1);
+  assert_int_equal(h[1], 0x1b);
+  assert_int_equal(h[2], 0x03);
+  assert_int_equal(h[3], 0x3b);
+  int32_t rel;
+  uint32_t count;
+  memcpy(&rel, h + 4, 4);
+  memcpy(&count, h + 8, 4);
+  const uint8_t *frames = h + 4 + rel;
+  const uint8_t *p = frames;
+  for (uint32_t len; memcpy(&len, p, 4), len != 0; p += 4 + len)
+    assert_true(len != 0xffffffffu);
+  const uint8_t *table_end = h + 12 + (size_t)count * 8;
+  *hdr = h;
+  *start = h < frames ? h : frames;
+  *end = table_end > p + 4 ? table_end : p + 4;
+}
+
+/* The call-frame data of this test, copied between two inaccessible pages
+ * (flush against the upper one, then against the lower one) and read back:
+ * unchanged, it gives the same rules as in place; with random bytes
+ * changed, no read leaves the copy (it would fault) whatever it holds. */
+static void test_unwind_corrupt_call_frame_data(void **state)
+{
+  (void)state;
+  const uint8_t *hdr, *start, *end;
+  frame_data((uintptr_t)leaf, &hdr, &start, &end);
+  size_t len = (size_t)(end - start);
+  long page = sysconf(_SC_PAGESIZE);
+  size_t inner = (len + (size_t)page - 1) / (size_t)page * (size_t)page;
+  uint8_t *m = mmap(NULL, inner + 2 * (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(m != MAP_FAILED);
+  assert_int_equal(mprotect(m + page, inner, PROT_READ | PROT_WRITE), 0);
+  const uintptr_t code[] = {
+      (uintptr_t)leaf + 4,         (uintptr_t)recurse + 8,         (uintptr_t)with_fp + 12,
+      (uintptr_t)with_alloca + 20, (uintptr_t)with_saved_regs + 1, (uintptr_t)compare_ints + 2};
+  const size_t ncode = sizeof code / sizeof code[0];
+  const uint64_t rule_bits = ~((UINT64_C(1) << 36) - 1); /* the word without its tag */
+  uint64_t s = 0x2545F4914F6CDD1Du;
+  for (int placement = 0; placement < 2; placement++) {
+    uint8_t *copy = placement == 0 ? m + page + inner - len : m + page;
+    intptr_t delta = copy - start;
+    const uint8_t *lo = copy, *hi = copy + len;
+    memcpy(copy, start, len);
+    for (size_t i = 0; i < ncode; i++) {
+      uint64_t want = culpert__unwind_rule_word(hdr, start, end, code[i]);
+      uint64_t got = culpert__unwind_rule_word(hdr + delta, lo, hi, code[i] + (uintptr_t)delta);
+      assert_int_equal(got & rule_bits, want & rule_bits);
+      assert_int_equal((want >> 36) & 3u, 0); /* a step, not a give-up */
+    }
+    for (int round = 0; round < 3000; round++) {
+      memcpy(copy, start, len);
+      for (int k = 0; k < 1 + round % 4; k++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        copy[s % len] = (uint8_t)(s >> 32);
+      }
+      for (size_t i = 0; i < ncode; i++)
+        (void)culpert__unwind_rule_word(hdr + delta, lo, hi, code[i] + (uintptr_t)delta);
+    }
+  }
+  munmap(m, inner + 2 * (size_t)page);
+}
+
 static int setup(void **state)
 {
   (void)state;
@@ -425,6 +499,7 @@ int main(void)
       cmocka_unit_test(test_unwind_gives_up_on_signal_frames),
       cmocka_unit_test(test_unwind_gives_up_without_rules),
       cmocka_unit_test(test_unwind_never_reads_outside),
+      cmocka_unit_test(test_unwind_corrupt_call_frame_data),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
