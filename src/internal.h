@@ -399,7 +399,8 @@ struct culpert__regs {
  * when some frame needs what only libunwind does (an expression, a
  * signal frame, code without call-frame information, a stack outside
  * [lo, hi)): the caller then asks libunwind. Rules are cached process
- * wide and in `memo`, the calling thread's; no lock, no allocation.
+ * wide and in `memo`, the calling thread's; no allocation, and a lock
+ * only on a miss in both.
  */
 int culpert__unwind_walk(struct culpert__regs regs, uintptr_t lo, uintptr_t hi, uintptr_t *ips,
                          uint32_t max, struct culpert__unwind_memo *memo);
