@@ -653,7 +653,7 @@ static uint64_t lookup_miss_locked(uintptr_t addr)
   lookup_slow(addr, &rule);
   uint64_t word = encode(addr, &rule);
   if (addr >= MAX_ADDR || word == GIVE_UP_WORD)
-    return word; /* not cached: the tag would not hold the address */
+    return word; /* not cached: no tag holds the address, or no word the offsets */
   _Atomic uint64_t *slot = &cache[addr & (CACHE_SIZE - 1u)];
   atomic_store(slot, word);
   if (atomic_load(&generation) != gen) {
@@ -678,8 +678,8 @@ __attribute__((no_sanitize("address"))) static inline uintptr_t stack_word(uintp
 }
 
 /*
- * Per frame: one cache word, two compares, the CFA, its bounds, one or
- * two stack reads. A CFA is checked once: above the previous one (so the
+ * Per frame: one word from the memo (or the cache), the CFA, its bounds,
+ * one or two stack reads. A CFA is checked once: above the previous one (so the
  * walk always moves up and ends), at most hi and 8-aligned, which puts
  * the return address at CFA - 8 inside [lo, hi); the saved rbp, below
  * that, is checked against lo.
