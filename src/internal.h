@@ -356,6 +356,12 @@ void culpert__stack_init(int mode);
 /* culpert__stack_mode_name: "libunwind" or "fp", what is in force. */
 const char *culpert__stack_mode_name(void);
 
+/* culpert__stack_libunwind_walks: how many stacks libunwind walked in
+ * libunwind mode (those culpert's call-frame walk gave up on), the
+ * profile's culpert.libunwind_stacks; reset in a fork child. */
+uint64_t culpert__stack_libunwind_walks(void);
+void culpert__stack_reset_counters(void);
+
 /*
  * culpert__stack_capture: the calling thread's stack, leaf first, without
  * culpert's own frames: ips[0] is an address inside the call instruction

@@ -136,6 +136,7 @@ static void fork_child(void)
   culpert__live_reset();
   culpert__record_reset();
   culpert__span_reset_counters();
+  culpert__stack_reset_counters();
   pid = (long)getpid();
   is_child = 1;
   start_nanos = now_nanos();
@@ -291,7 +292,7 @@ int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples
   uint32_t *map = NULL;
   size_t nips = 0;
   int rc;
-  enum { NCOMMENT = 10 };
+  enum { NCOMMENT = 11 };
   char cbuf[NCOMMENT][320]; /* room for culpert.exe= and a 255-byte name */
   const char *comments[NCOMMENT + CULPERT__MAX_META];
   size_t nc = 0;
@@ -329,6 +330,9 @@ int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.version=%s", CULPERT_VERSION_STRING);
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.rate=%llu", (unsigned long long)culpert__rate);
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.stack=%s", culpert__stack_mode_name());
+  if (strcmp(culpert__stack_mode_name(), "libunwind") == 0)
+    snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.libunwind_stacks=%llu",
+             (unsigned long long)culpert__stack_libunwind_walks());
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.dropped_samples=%llu",
            (unsigned long long)culpert__record_dropped());
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.pid=%ld", pid != 0 ? pid : (long)getpid());

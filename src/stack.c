@@ -32,6 +32,9 @@ typedef int (*backtrace_fn)(void **, int);
 
 static int mode = CULPERT__STACK_FP;
 static int use_cfi; /* in libunwind mode, try culpert__unwind_walk first */
+/* Stacks libunwind walked (in libunwind mode): all of them without the
+ * call-frame walk, else the ones it gave up on. */
+static atomic_uint_fast64_t libunwind_walks;
 
 /* Leading frames of culpert (and libunwind) a libunwind capture makes room
  * for; at most CULPERT__STACK_SLACK. */
@@ -120,6 +123,16 @@ void culpert__stack_init(int want)
   text_range(step_addr, &skip[1]);
   use_cfi = culpert__unwind_available();
   mode = CULPERT__STACK_LIBUNWIND;
+}
+
+uint64_t culpert__stack_libunwind_walks(void)
+{
+  return atomic_load_explicit(&libunwind_walks, memory_order_relaxed);
+}
+
+void culpert__stack_reset_counters(void)
+{
+  atomic_store(&libunwind_walks, 0);
 }
 
 const char *culpert__stack_mode_name(void)
@@ -343,6 +356,7 @@ CULPERT__NOINLINE uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max)
     if (got >= 0) {
       n = (uint32_t)got;
     } else {
+      atomic_fetch_add_explicit(&libunwind_walks, 1, memory_order_relaxed);
       pthread_rwlock_rdlock(&capture_lock);
       n = capture_unwind(ips, want);
       pthread_rwlock_unlock(&capture_lock);

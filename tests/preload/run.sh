@@ -92,6 +92,13 @@ basic_exact | basic_fp)
   expect_line "$p" '^comment culpert.span_overflow=6$' "overflow count"
   expect_line "$p" '^comment culpert.span_underflow=1$' "underflow count"
   expect_line "$p" '^comment culpert.dropped_samples=0$' "dropped samples"
+  # In libunwind mode culpert's own call-frame walk took every stack (this
+  # program's code all has call-frame information); fp mode has no count.
+  if [ "$mode" = libunwind ]; then
+    expect_line "$p" '^comment culpert.libunwind_stacks=0$' "stacks left to libunwind"
+  else
+    expect_no_line "$p" '^comment culpert.libunwind_stacks=' "libunwind count in fp mode"
+  fi
   # the stack starts at the allocating function: no culpert frames
   expect_line "$p" ' span=handle_request/parse frames=parse_alloc;handle_request;main' "stack"
   expect_no_line "$p" 'frames=(malloc|sample_check|malloc_slow|culpert)' "culpert frames"
@@ -229,6 +236,9 @@ stack_edges)
   expect_line "$(profile s-libunwind.pb.gz)" \
     ' 777 .*frames=handler_alloc;on_signal;.*;raise_it;main(;|$| )' \
     "handler's stack through the signal frame"
+  # exactly the two handlers' stacks (signal frames) were libunwind's
+  expect_line "$(profile s-libunwind.pb.gz)" '^comment culpert.libunwind_stacks=2$' \
+    "stacks left to libunwind"
   # On the alternate signal stack: the handler's frames (libunwind also
   # steps back to main through the signal frame).
   expect_line "$(profile s-libunwind.pb.gz)" ' 999 .*frames=alt_alloc;on_alt_signal;.*;main(;|$| )' \
