@@ -398,6 +398,17 @@ struct culpert__regs {
   uintptr_t ip, sp, bp;
 };
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* Fill `regs` with the address of the next instruction and rsp and rbp
+ * there, where the macro stands: a walk from them starts in the calling
+ * function, whose rule is looked up at that exact address. */
+#define CULPERT__READ_REGS(regs)                                                                   \
+  __asm__ volatile("leaq 0(%%rip), %0\n\t"                                                         \
+                   "movq %%rsp, %1\n\t"                                                            \
+                   "movq %%rbp, %2"                                                                \
+                   : "=r"((regs).ip), "=r"((regs).sp), "=r"((regs).bp))
+#endif
+
 /*
  * culpert__unwind_walk: the stack from `regs` by the DWARF call-frame
  * information, ips[0] = regs.ip, then return addresses, at most max.

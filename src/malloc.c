@@ -288,20 +288,20 @@ static atomic_uint_fast64_t cost_cycles[COST_PARTS], cost_samples, cost_removed;
   atomic_fetch_add_explicit(&cost_cycles[part], (b) - (a), memory_order_relaxed)
 #define COST_COUNT(counter) atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed)
 
+/* The mean ticks of step `part` over n events. */
+static unsigned long long cost_mean(int part, uint64_t n)
+{
+  return n != 0 ? (unsigned long long)(atomic_load(&cost_cycles[part]) / n) : 0;
+}
+
 static void cost_report(void)
 {
   uint64_t n = atomic_load(&cost_samples), r = atomic_load(&cost_removed);
-  uint64_t c[COST_PARTS];
-  for (int i = 0; i < COST_PARTS; i++)
-    c[i] = atomic_load(&cost_cycles[i]);
   culpert__say("cost counters: %llu samples, TSC ticks each: draw %llu, stack %llu, weight %llu, "
                "record %llu, live insert %llu; %llu sampled frees, %llu ticks each",
-               (unsigned long long)n, (unsigned long long)(n ? c[COST_DRAW] / n : 0),
-               (unsigned long long)(n ? c[COST_STACK] / n : 0),
-               (unsigned long long)(n ? c[COST_WEIGHT] / n : 0),
-               (unsigned long long)(n ? c[COST_RECORD] / n : 0),
-               (unsigned long long)(n ? c[COST_INSERT] / n : 0), (unsigned long long)r,
-               (unsigned long long)(r ? c[COST_REMOVE] / r : 0));
+               (unsigned long long)n, cost_mean(COST_DRAW, n), cost_mean(COST_STACK, n),
+               cost_mean(COST_WEIGHT, n), cost_mean(COST_RECORD, n), cost_mean(COST_INSERT, n),
+               (unsigned long long)r, cost_mean(COST_REMOVE, r));
 }
 #else
 #define COST_NOW(v)          __attribute__((unused)) uint64_t v = 0

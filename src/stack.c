@@ -207,6 +207,9 @@ int culpert__stack_mapping(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
   return found;
 }
 
+/* The page size the bounds are rounded to (x86-64's base page). */
+#define PAGE ((uintptr_t)4096u)
+
 /* The initial stack pointer of the main thread (exported by ld.so): its
  * stack's frames all lie below it. */
 extern void *__libc_stack_end;
@@ -218,11 +221,10 @@ static int readable(uintptr_t lo, uintptr_t hi)
   enum { CHUNK = 64 };
   struct iovec local[CHUNK], remote[CHUNK];
   char sink[CHUNK];
-  const uintptr_t page = 4096;
   pid_t self = getpid();
-  for (uintptr_t at = lo & ~(page - 1); at < hi;) {
+  for (uintptr_t at = lo & ~(PAGE - 1); at < hi;) {
     int n = 0;
-    for (; n < CHUNK && at < hi; n++, at += page) {
+    for (; n < CHUNK && at < hi; n++, at += PAGE) {
       local[n] = (struct iovec){&sink[n], 1};
       remote[n] = (struct iovec){(void *)at, 1};
     }
@@ -260,9 +262,9 @@ static int stack_bounds(struct culpert__thread *t, uintptr_t sp)
 {
   if (sp - t->stack_lo < t->stack_hi - t->stack_lo)
     return 1;
-  uintptr_t top =
-      gettid() == getpid() ? ((uintptr_t)__libc_stack_end | 4095u) + 1u : (uintptr_t)pthread_self();
-  uintptr_t lo = sp & ~(uintptr_t)4095u;
+  uintptr_t top = gettid() == getpid() ? ((uintptr_t)__libc_stack_end | (PAGE - 1)) + 1u
+                                       : (uintptr_t)pthread_self();
+  uintptr_t lo = sp & ~(PAGE - 1);
   if (top > sp && top - sp <= MAX_STACK_IN_USE) {
     /* Grown below pages already checked: check only the new ones. */
     uintptr_t checked = t->stack_hi == top && lo < t->stack_lo ? t->stack_lo : top;
@@ -314,12 +316,7 @@ static inline __attribute__((always_inline)) int capture_cfi(uintptr_t *raw, uin
 #if defined(__x86_64__) && defined(__GNUC__)
   struct culpert__thread *t = &culpert__tls;
   struct culpert__regs regs;
-  /* The address of the next instruction and rsp and rbp there: the first
-   * frame's rule is looked up at that exact address. */
-  __asm__ volatile("leaq 0(%%rip), %0\n\t"
-                   "movq %%rsp, %1\n\t"
-                   "movq %%rbp, %2"
-                   : "=r"(regs.ip), "=r"(regs.sp), "=r"(regs.bp));
+  CULPERT__READ_REGS(regs);
   if (!stack_bounds(t, regs.sp))
     return -1;
   return culpert__unwind_walk(regs, t->stack_lo, t->stack_hi, raw, max, &t->unwind);

@@ -56,10 +56,7 @@ __attribute__((noinline)) static int walk_here(uintptr_t *ips, uint32_t max)
   uintptr_t lo, hi;
   stack_bounds(&lo, &hi);
   struct culpert__regs regs;
-  __asm__ volatile("leaq 0(%%rip), %0\n\t"
-                   "movq %%rsp, %1\n\t"
-                   "movq %%rbp, %2"
-                   : "=r"(regs.ip), "=r"(regs.sp), "=r"(regs.bp));
+  CULPERT__READ_REGS(regs);
   int n = culpert__unwind_walk(regs, lo, hi, ips, max, &culpert__tls.unwind);
   __asm__ volatile("" ::: "memory"); /* no tail call: keep this frame */
   return n;
@@ -92,18 +89,23 @@ static void print_stack(const char *who, const uintptr_t *ips, int n)
   }
 }
 
-/* From compare_here's caller outwards, the two stacks are equal. */
-static void assert_same_stack(const struct capture *c, const char *what)
+/* Whether, from compare_here's caller outwards, the two stacks are equal. */
+static int same_stack(const struct capture *c)
 {
   int a = c->n_ours < 0 ? -1 : index_of(c->ours, c->n_ours, c->caller);
   int b = index_of(c->theirs, c->n_theirs, c->caller);
-  int same = a >= 0 && b >= 0 && c->n_ours - a == c->n_theirs - b &&
-             memcmp(c->ours + a, c->theirs + b, (size_t)(c->n_ours - a) * sizeof(uintptr_t)) == 0;
-  if (!same) {
+  return a >= 0 && b >= 0 && c->n_ours - a == c->n_theirs - b &&
+         memcmp(c->ours + a, c->theirs + b, (size_t)(c->n_ours - a) * sizeof(uintptr_t)) == 0;
+}
+
+static void assert_same_stack(const struct capture *c, const char *what)
+{
+  if (!same_stack(c)) {
     print_stack("culpert", c->ours, c->n_ours);
     print_stack("libunwind", c->theirs, c->n_theirs);
     fail_msg("%s: the stacks differ", what);
   }
+  int a = index_of(c->ours, c->n_ours, c->caller);
   assert_true(c->n_ours - a >= 3); /* the shape's frames, main, and more */
 }
 
@@ -251,14 +253,6 @@ struct racer {
 };
 
 static atomic_int racing;
-
-static int same_stack(const struct capture *c)
-{
-  int a = c->n_ours < 0 ? -1 : index_of(c->ours, c->n_ours, c->caller);
-  int b = index_of(c->theirs, c->n_theirs, c->caller);
-  return a >= 0 && b >= 0 && c->n_ours - a == c->n_theirs - b &&
-         memcmp(c->ours + a, c->theirs + b, (size_t)(c->n_ours - a) * sizeof(uintptr_t)) == 0;
-}
 
 static void *race_main(void *arg)
 {
