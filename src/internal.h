@@ -300,6 +300,11 @@ static inline int culpert__filter_test(const void *p)
  * is kept from being cleared. */
 void culpert__filter_pin(const void *p, size_t n);
 
+/* culpert__live_use_filter: whether sampled pointers are flagged in the
+ * bit maps above (1, the default) or not (0: free() knows sampled blocks
+ * by their marks, see malloc.c). Set once, before the first sample. */
+void culpert__live_use_filter(int on);
+
 /* A live sampled allocation. */
 struct culpert__live {
   uint32_t bucket; /* index of its record bucket */

@@ -17,10 +17,13 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <malloc.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -28,6 +31,7 @@
 /* ---------------------------------------------------------------- the real allocator */
 
 struct real_fns {
+  int marked; /* sampled blocks carry a mark (the next allocator is glibc's) */
   void *(*malloc)(size_t);
   void (*free)(void *);
   void *(*calloc)(size_t, size_t);
@@ -49,14 +53,83 @@ static size_t boot_malloc_usable_size(void *p);
 
 /* Until resolution these point at the bootstrap versions; afterwards at the
  * next allocator. Written once, before resolve_state becomes DONE. */
-static struct real_fns real = {
-    boot_malloc,         boot_free,          boot_calloc,   boot_realloc,
-    boot_posix_memalign, boot_aligned_alloc, boot_memalign, boot_malloc_usable_size,
+static _Alignas(64) struct real_fns real = {
+    0,
+    boot_malloc,
+    boot_free,
+    boot_calloc,
+    boot_realloc,
+    boot_posix_memalign,
+    boot_aligned_alloc,
+    boot_memalign,
+    boot_malloc_usable_size,
 };
 
 enum { RESOLVE_NONE, RESOLVE_BUSY, RESOLVE_DONE };
 static atomic_int resolve_state;
 static __thread int resolving CULPERT__TLS_MODEL;
+
+/* ---------------------------------------------------------------- marks */
+
+/*
+ * Marked blocks. When the next allocator is glibc's, a sampled block is
+ * made `off` bytes larger (16, or its alignment when that is larger) and
+ * handed out at off bytes past its start, just after a 16-byte mark: a
+ * magic word and a check word. free() then knows a sampled block by one
+ * load from p - 16, on the cache line of the chunk header that glibc's
+ * free is about to read anyway, where it would otherwise look the pointer
+ * up in the bit maps (a load that misses on a busy heap, and false hits
+ * near live samples). For any other block those 8 bytes are glibc's
+ * prev_size or the end of the block below; should they hold the magic,
+ * the check word (p and off under a key drawn at start-up) tells them
+ * apart, on the slow path.
+ *
+ * Other allocators (jemalloc, tcmalloc...) give no such guarantee about
+ * the bytes below a block, so their blocks are never marked; neither are
+ * any with CULPERT_NO_MARKS=1. Bootstrap arena blocks carry the magic
+ * alone, so that free() sends them to its slow path.
+ */
+#define MARK_MAGIC      UINT64_C(0x7C75B1E4D2A95F3B)
+#define MARK_SIZE       ((size_t)16)
+#define MARK_MAX_OFFSET ((size_t)1 << 30)
+
+static uint64_t mark_key;
+
+static uint64_t mark_check(const void *p, size_t off)
+{
+  return ((uintptr_t)p * UINT64_C(0x9E3779B97F4A7C15)) ^ mark_key ^ off;
+}
+
+/* Whether the word below p is the magic: free()'s one test. */
+static inline __attribute__((always_inline)) int mark_at(const void *p)
+{
+  uint64_t w;
+  memcpy(&w, (const unsigned char *)p - MARK_SIZE, sizeof w);
+  return w == MARK_MAGIC;
+}
+
+/* Write the mark of a block that starts at q and is handed out at q + off. */
+static void *mark(void *q, size_t off)
+{
+  unsigned char *p = (unsigned char *)q + off;
+  uint64_t w[2] = {MARK_MAGIC, mark_check(p, off)};
+  memcpy(p - MARK_SIZE, w, sizeof w);
+  return p;
+}
+
+/* The offset of marked block p from the start of its allocation, or 0
+ * when p is not marked. */
+static size_t mark_offset(const void *p)
+{
+  uint64_t w[2];
+  memcpy(w, (const unsigned char *)p - MARK_SIZE, sizeof w);
+  if (w[0] != MARK_MAGIC)
+    return 0;
+  uint64_t off = w[1] ^ mark_check(p, 0);
+  if (off < MARK_SIZE || off > MARK_MAX_OFFSET || (off & (off - 1)) != 0 || (uintptr_t)p < off)
+    return 0;
+  return (size_t)off;
+}
 
 /* ---------------------------------------------------------------- bootstrap arena */
 
@@ -90,6 +163,8 @@ static void *arena_alloc(size_t n, size_t align)
   if (at + need > ARENA_SIZE)
     return NULL;
   uintptr_t p = ((uintptr_t)arena + at + ARENA_HEADER + align - 1) & ~(uintptr_t)(align - 1);
+  uint64_t magic = MARK_MAGIC;
+  memcpy((void *)(p - ARENA_HEADER), &magic, sizeof magic);
   memcpy((void *)(p - sizeof(size_t)), &n, sizeof n);
   return (void *)p;
 }
@@ -139,6 +214,40 @@ static void *next_in(const char *name, const Dl_info *ref)
   return fn;
 }
 
+/* Whether sampled blocks may carry marks: the next allocator, whose malloc
+ * lies in the object `ref`, is glibc's (with its malloc_usable_size),
+ * and CULPERT_NO_MARKS is unset or 0. Read here rather than with the rest
+ * of the configuration because the choice must be made before the first
+ * sample, which may come before the constructor. */
+static int may_mark(const Dl_info *ref, size_t (*usable)(void *))
+{
+  Dl_info libc, u;
+  const char *off = getenv("CULPERT_NO_MARKS");
+  if (off != NULL && *off != '\0' && strcmp(off, "0") != 0)
+    return 0;
+  void *probe;
+  const char *(*version)(void) = gnu_get_libc_version;
+  memcpy(&probe, &version, sizeof probe);
+  if (usable == NULL || dladdr(probe, &libc) == 0 || libc.dli_fbase != ref->dli_fbase)
+    return 0;
+  memcpy(&probe, &usable, sizeof probe);
+  return dladdr(probe, &u) != 0 && u.dli_fbase == ref->dli_fbase;
+}
+
+/* The key of the marks' check words: random, or at worst unpredictable
+ * from the heap's contents. */
+static uint64_t mark_key_draw(void)
+{
+  uint64_t k = 0;
+  if (getrandom(&k, sizeof k, GRND_NONBLOCK) != (ssize_t)sizeof k) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    k = ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 40) ^
+        (uintptr_t)&k;
+  }
+  return k * UINT64_C(0xD6E8FEB86659FD93) + UINT64_C(0x2545F4914F6CDD1D);
+}
+
 /* Find the next allocator. Runs once; allocations it causes on this thread
  * come from the arena. memalign and aligned_alloc are used only when they
  * belong to the same object as malloc (jemalloc lacks some of them, and
@@ -168,11 +277,16 @@ static void do_resolve(void)
     SET_FN(r.aligned_alloc, next_in("aligned_alloc", &ref));
     SET_FN(r.memalign, next_in("memalign", &ref));
     SET_FN(r.malloc_usable_size, dlsym(RTLD_NEXT, "malloc_usable_size"));
+    r.marked = may_mark(&ref, r.malloc_usable_size);
   }
   if (r.malloc == NULL || r.free == NULL || r.calloc == NULL || r.realloc == NULL) {
     /* Keep the arena: allocations fail once it is full. */
     culpert__say("cannot find the next malloc (dlsym RTLD_NEXT failed)");
     return;
+  }
+  if (r.marked) {
+    mark_key = mark_key_draw();
+    culpert__live_use_filter(0);
   }
   real = r;
 }
@@ -310,35 +424,51 @@ static void cost_report(void)
 #endif
 
 /*
- * sample_check: called after an allocation of n bytes at p once the
- * thread's countdown (already reduced by n) reached zero or below. Decides
- * whether the allocation is sampled and records it. Keeps errno. Inlined
- * into each *_slow function: one frame fewer for libunwind to step through
- * on every sample.
+ * sample_due: whether the allocation of n bytes that ran this thread's
+ * countdown out is sampled. Asked before the allocation is made, so that a
+ * sampled block can be made with room for its mark. Sets the thread up on
+ * its first call; keeps errno. With the guard set (culpert allocating for
+ * itself) or before the constructor, nothing is sampled.
  */
-static inline __attribute__((always_inline)) void sample_check(void *p, size_t n)
+static inline __attribute__((always_inline)) int sample_due(size_t n)
 {
   struct culpert__thread *t = &culpert__tls;
-  if (t->guard != 0 || p == NULL)
-    return; /* inside culpert, or a failed allocation: nothing to record */
-  int saved = errno;
-  t->guard++;
+  if (t->guard != 0)
+    return 0; /* inside culpert: nothing to record */
   if (!atomic_load_explicit(&culpert__ready, memory_order_acquire)) {
     t->countdown = 0; /* before the constructor: look again next time */
-    goto out;
+    return 0;
   }
   if (!atomic_load_explicit(&culpert__running, memory_order_relaxed)) {
     t->countdown = STOPPED_COUNTDOWN; /* pass-through from now on */
-    goto out;
+    return 0;
   }
   if (!t->ready) {
     /* This thread's first interval: the allocation that brought it here is
      * judged against a fresh draw like any other. */
+    int saved = errno;
     culpert__sampler_thread_init(t);
     t->countdown = culpert__sampler_next(t) - (int64_t)n;
+    errno = saved;
   }
-  if (t->countdown > 0 || (t->countdown == 0 && culpert__rate != 0))
-    goto out; /* the next sample point lies beyond this allocation */
+  /* Otherwise the next sample point lies beyond this allocation. */
+  return t->countdown < 0 || (t->countdown == 0 && culpert__rate == 0);
+}
+
+/*
+ * sample_take: record the allocation of n bytes at p that sample_due
+ * chose, and draw the next interval. A failed allocation (p NULL) is not
+ * recorded and leaves the countdown run out, so the next allocation is
+ * sampled instead. Keeps errno. Inlined into each *_slow function: one
+ * frame fewer for libunwind to step through on every sample.
+ */
+static inline __attribute__((always_inline)) void sample_take(void *p, size_t n)
+{
+  struct culpert__thread *t = &culpert__tls;
+  if (p == NULL)
+    return;
+  int saved = errno;
+  t->guard++;
   COST_NOW(c0);
   t->countdown = culpert__sampler_next(t);
   culpert__live_prefetch(p);
@@ -363,56 +493,125 @@ static inline __attribute__((always_inline)) void sample_check(void *p, size_t n
   COST_ADD(COST_RECORD, c3, c4);
   COST_ADD(COST_INSERT, c4, c5);
   COST_COUNT(cost_samples);
-out:
   t->guard--;
   errno = saved;
 }
 
-/* forget: p is about to be released; if it is a live sampled block, take it
- * out of the live table (and so out of the in-use totals). Returns 1 for a
- * bootstrap arena block (which must never reach the real allocator). With
- * the guard already set (culpert freeing its own unsampled memory, or a
- * signal handler that interrupted the slow path) the live table is left
- * alone: its lock may be held by this very thread. */
-static CULPERT__NOINLINE int forget(void *p)
+/* forget: p, a block about to be released or moved, may be a live sampled
+ * one: if so, take it out of the live table (and so out of the in-use
+ * totals) and fill *v. With the guard already set (culpert freeing its own
+ * unsampled memory, or a signal handler that interrupted the slow path)
+ * the table is left alone: its lock may be held by this very thread. */
+static int forget(void *p, struct culpert__live *v)
 {
-  if (in_arena(p))
-    return 1;
   struct culpert__thread *t = &culpert__tls;
   if (t->guard != 0)
     return 0;
-  struct culpert__live v;
   int saved = errno;
   t->guard++;
   COST_NOW(c0);
-  if (culpert__live_remove(p, &v)) {
+  int had = culpert__live_remove(p, v);
+  if (had) {
     COST_NOW(c1);
     COST_ADD(COST_REMOVE, c0, c1);
     COST_COUNT(cost_removed);
   }
   t->guard--;
   errno = saved;
-  return 0;
+  return had;
+}
+
+/* Put back what forget() took out, when the block turned out to stay (a
+ * failed realloc); if it cannot go back (only when mmap fails), it is
+ * counted as dropped, as sample_take counts a sample it cannot insert. */
+static void unforget(void *p, const struct culpert__live *v)
+{
+  int saved = errno;
+  culpert__tls.guard++;
+  if (culpert__live_insert(p, v) != 0)
+    culpert__record_count_dropped();
+  culpert__tls.guard--;
+  errno = saved;
+}
+
+/* The size to ask for when n bytes are handed out off bytes in; SIZE_MAX,
+ * which every allocator refuses, when that overflows. */
+static size_t with_mark(size_t n, size_t off)
+{
+  return n <= SIZE_MAX - off ? n + off : SIZE_MAX;
+}
+
+/* The block handed out for allocation q (NULL: failed) when it is marked
+ * off bytes in. */
+static void *marked(void *q, size_t off)
+{
+  return q != NULL ? mark(q, off) : NULL;
+}
+
+/* The mark offset of a sampled block aligned to `align`: the alignment
+ * rounded up to a power of two (as glibc rounds it), at least 16. */
+static size_t mark_offset_for(size_t align)
+{
+  size_t a = MARK_SIZE;
+  while (a < align && a <= MARK_MAX_OFFSET)
+    a <<= 1;
+  return a;
 }
 
 static CULPERT__NOINLINE void *malloc_slow(size_t n)
 {
-  void *p = real.malloc(n);
-  sample_check(p, n);
+  if (!sample_due(n))
+    return real.malloc(n);
+  void *p = real.marked ? marked(real.malloc(with_mark(n, MARK_SIZE)), MARK_SIZE) : real.malloc(n);
+  sample_take(p, n);
   return p;
 }
 
 static CULPERT__NOINLINE void free_slow(void *p)
 {
-  if (!forget(p))
-    real.free(p);
+  struct culpert__live v;
+  if (in_arena(p))
+    return; /* arena blocks are never released */
+  if (real.marked) {
+    size_t off = mark_offset(p);
+    if (off != 0)
+      forget(p, &v);
+    real.free((char *)p - off);
+    return;
+  }
+  forget(p, &v);
+  real.free(p);
 }
 
 static CULPERT__NOINLINE void *calloc_slow(size_t m, size_t n)
 {
-  void *p = real.calloc(m, n);
-  sample_check(p, m * n);
+  if (!sample_due(m * n))
+    return real.calloc(m, n);
+  void *p = real.marked ? marked(real.calloc(1, with_mark(m * n, MARK_SIZE)), MARK_SIZE)
+                        : real.calloc(m, n);
+  sample_take(p, m * n);
   return p;
+}
+
+/* realloc of a marked block (off bytes past the start of the next
+ * allocator's block): the block and its mark move together. The result
+ * keeps a mark whether or not it is sampled. */
+static void *realloc_marked(void *p, size_t off, size_t n)
+{
+  struct culpert__live v;
+  int had = forget(p, &v);
+  if (n == 0)
+    return real.realloc((char *)p - off, 0); /* glibc frees the block */
+  void *q = real.realloc((char *)p - off, with_mark(n, off));
+  if (q == NULL) {
+    if (had)
+      unforget(p, &v); /* p is untouched and still live */
+    return NULL;
+  }
+  q = mark(q, off);
+  if (culpert__tls.countdown <= 0 && sample_due(n))
+    sample_take(q, n);
+  return q;
 }
 
 /* realloc of a block that may be sampled or from the arena, or whose new
@@ -423,45 +622,68 @@ static CULPERT__NOINLINE void *realloc_slow(void *p, size_t n)
 {
   struct culpert__live v;
   int had = 0;
-  if (p != NULL && culpert__filter_test(p) && (in_arena(p) || culpert__tls.guard == 0)) {
-    if (in_arena(p)) {
-      size_t old = arena_size(p);
-      if (n == 0)
-        return NULL;
-      void *q = malloc(n);
-      if (q != NULL)
-        memcpy(q, p, old < n ? old : n);
-      return q;
+  if (p != NULL && in_arena(p)) {
+    size_t old = arena_size(p);
+    if (n == 0)
+      return NULL;
+    void *q = malloc(n);
+    if (q != NULL)
+      memcpy(q, p, old < n ? old : n);
+    return q;
+  }
+  if (real.marked) {
+    size_t off = p != NULL ? mark_offset(p) : 0;
+    if (off != 0)
+      return realloc_marked(p, off, n);
+    if (culpert__tls.countdown > 0 || n == 0 || !sample_due(n))
+      return real.realloc(p, n);
+    /* An unmarked block whose new size is sampled moves to a marked one. */
+    void *q = marked(real.malloc(with_mark(n, MARK_SIZE)), MARK_SIZE);
+    if (q != NULL && p != NULL) {
+      size_t old = real.malloc_usable_size(p);
+      memcpy(q, p, old < n ? old : n);
+      real.free(p);
     }
-    int saved = errno;
-    culpert__tls.guard++;
-    had = culpert__live_remove(p, &v);
-    culpert__tls.guard--;
-    errno = saved;
+    sample_take(q, n);
+    return q;
   }
+  if (p != NULL && culpert__filter_test(p))
+    had = forget(p, &v);
   void *q = real.realloc(p, n);
-  if (had) {
-    int saved = errno;
-    culpert__tls.guard++;
-    /* A failed realloc leaves p untouched and still live; if it cannot
-     * go back into the table (only when mmap fails), it is counted as
-     * dropped, as sample_check counts a sample it cannot insert. */
-    if (q == NULL && n != 0 && culpert__live_insert(p, &v) != 0)
-      culpert__record_count_dropped();
-    culpert__tls.guard--;
-    errno = saved;
-  }
-  if (culpert__tls.countdown <= 0)
-    sample_check(q, n);
+  if (had && q == NULL && n != 0)
+    unforget(p, &v);
+  if (culpert__tls.countdown <= 0 && sample_due(n))
+    sample_take(q, n);
   return q;
 }
 
+/* posix_memalign whose size ran the countdown out, or before resolution. */
 static CULPERT__NOINLINE int memalign_slow(void **out, size_t align, size_t n)
 {
-  int rc = real.posix_memalign != NULL ? real.posix_memalign(out, align, n) : ENOMEM;
-  if (rc == 0)
-    sample_check(*out, n);
-  return rc;
+  size_t off = mark_offset_for(align);
+  if (real.posix_memalign == NULL)
+    return ENOMEM;
+  if (!sample_due(n) || (real.marked && off > MARK_MAX_OFFSET))
+    return real.posix_memalign(out, align, n);
+  void *q = NULL;
+  int rc = real.marked ? real.posix_memalign(&q, off, with_mark(n, off))
+                       : real.posix_memalign(&q, align, n);
+  if (rc != 0)
+    return rc;
+  *out = real.marked ? mark(q, off) : q;
+  sample_take(*out, n);
+  return 0;
+}
+
+/* aligned_alloc or memalign (fn) whose size ran the countdown out. */
+static CULPERT__NOINLINE void *aligned_slow(size_t align, size_t n, void *(*fn)(size_t, size_t))
+{
+  size_t off = mark_offset_for(align);
+  if (!sample_due(n) || (real.marked && off > MARK_MAX_OFFSET))
+    return fn(align, n);
+  void *p = real.marked ? marked(fn(off, with_mark(n, off)), off) : fn(align, n);
+  sample_take(p, n);
+  return p;
 }
 
 /* ---------------------------------------------------------------- the wrappers */
@@ -546,11 +768,27 @@ CULPERT__EXPORT void *malloc(size_t n)
 
 CULPERT__EXPORT void free(void *p)
 {
+  if (real.marked) {
+    if (CULPERT__LIKELY(p != NULL) && CULPERT__UNLIKELY(mark_at(p))) {
+      free_slow(p);
+      return;
+    }
+    real.free(p);
+    return;
+  }
   if (filter_hit(p)) {
     free_slow(p);
     return;
   }
   real.free(p);
+}
+
+/* Whether p may be a sampled or arena block: its mark, or its filter bit. */
+static inline __attribute__((always_inline)) int flagged(const void *p)
+{
+  if (real.marked)
+    return p != NULL && mark_at(p);
+  return culpert__filter_test(p);
 }
 
 CULPERT__EXPORT void *calloc(size_t m, size_t n)
@@ -566,7 +804,7 @@ CULPERT__EXPORT void *calloc(size_t m, size_t n)
 CULPERT__EXPORT void *realloc(void *p, size_t n)
 {
   int expired = countdown_expired(n);
-  if (CULPERT__UNLIKELY(expired | culpert__filter_test(p)))
+  if (CULPERT__UNLIKELY(expired | flagged(p)))
     return realloc_slow(p, n);
   return real.realloc(p, n);
 }
@@ -597,11 +835,8 @@ static void *aligned_common(size_t align, size_t n, void *(*fn)(size_t, size_t))
 {
   void *p = NULL;
   if (fn != NULL && fn != boot_aligned_alloc && fn != boot_memalign) {
-    if (countdown_expired(n)) {
-      p = fn(align, n);
-      sample_check(p, n);
-      return p;
-    }
+    if (countdown_expired(n))
+      return aligned_slow(align, n, fn);
     return fn(align, n);
   }
   if (align < sizeof(void *))
@@ -652,11 +887,16 @@ CULPERT__EXPORT size_t malloc_usable_size(void *p)
 {
   if (p == NULL)
     return 0;
-  if (CULPERT__UNLIKELY(culpert__filter_test(p)) && in_arena(p))
-    return arena_size(p);
+  size_t off = 0;
+  if (CULPERT__UNLIKELY(flagged(p))) {
+    if (in_arena(p))
+      return arena_size(p);
+    if (real.marked)
+      off = mark_offset(p);
+  }
   if (real.malloc_usable_size == NULL || real.malloc_usable_size == boot_malloc_usable_size)
     return 0;
-  return real.malloc_usable_size(p);
+  return real.malloc_usable_size((char *)p - off) - off;
 }
 
 /* ---------------------------------------------------------------- start and exit */
