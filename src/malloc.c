@@ -204,34 +204,45 @@ static void *fn_addr(void *(*fn)(size_t))
   return p;
 }
 
-/* dlsym(RTLD_NEXT, name) when it lies in the same object as `ref`. */
-static void *next_in(const char *name, const Dl_info *ref)
+/* The start of the loaded object that holds addr, NULL when none does.
+ * _dl_find_object first: dladdr also looks for the nearest symbol, a
+ * search of the object's whole symbol table (about 50 µs for libc's,
+ * five times at every start); but _dl_find_object knows nothing yet when
+ * the first allocation comes from libc's own early start-up. */
+static void *object_of(void *addr)
 {
+  struct dl_find_object o;
   Dl_info info;
+  if (_dl_find_object(addr, &o) == 0)
+    return o.dlfo_map_start;
+  return dladdr(addr, &info) != 0 ? info.dli_fbase : NULL;
+}
+
+/* dlsym(RTLD_NEXT, name) when it lies in the object that starts at base. */
+static void *next_in(const char *name, void *base)
+{
   void *fn = dlsym(RTLD_NEXT, name);
-  if (fn == NULL || dladdr(fn, &info) == 0 || info.dli_fbase != ref->dli_fbase)
-    return NULL;
-  return fn;
+  return fn != NULL && object_of(fn) == base ? fn : NULL;
 }
 
 /* Whether sampled blocks may carry marks: the next allocator, whose malloc
- * lies in the object `ref`, is glibc's (with its malloc_usable_size),
- * and CULPERT_NO_MARKS is unset or 0. Read here rather than with the rest
- * of the configuration because the choice must be made before the first
- * sample, which may come before the constructor. */
-static int may_mark(const Dl_info *ref, size_t (*usable)(void *))
+ * lies in the object that starts at base, is glibc's (with its
+ * malloc_usable_size), and CULPERT_NO_MARKS is unset or 0. Read here
+ * rather than with the rest of the configuration because the choice must
+ * be made before the first sample, which may come before the
+ * constructor. */
+static int may_mark(void *base, size_t (*usable)(void *))
 {
-  Dl_info libc, u;
   const char *off = getenv("CULPERT_NO_MARKS");
   if (off != NULL && *off != '\0' && strcmp(off, "0") != 0)
     return 0;
   void *probe;
   const char *(*version)(void) = gnu_get_libc_version;
   memcpy(&probe, &version, sizeof probe);
-  if (usable == NULL || dladdr(probe, &libc) == 0 || libc.dli_fbase != ref->dli_fbase)
+  if (usable == NULL || object_of(probe) != base)
     return 0;
   memcpy(&probe, &usable, sizeof probe);
-  return dladdr(probe, &u) != 0 && u.dli_fbase == ref->dli_fbase;
+  return object_of(probe) == base;
 }
 
 /* The key of the marks' check words: random, or at worst unpredictable
@@ -256,7 +267,7 @@ static uint64_t mark_key_draw(void)
 static void do_resolve(void)
 {
   struct real_fns r;
-  Dl_info ref;
+  void *base;
   memset(&r, 0, sizeof r);
   SET_FN(r.malloc, dlsym(RTLD_NEXT, "malloc"));
   SET_FN(r.free, dlsym(RTLD_NEXT, "free"));
@@ -273,11 +284,11 @@ static void do_resolve(void)
     SET_FN(libc_memalign, dlsym(RTLD_DEFAULT, "__libc_memalign"));
     r.posix_memalign = libc_memalign != NULL ? posix_memalign_via_libc : NULL;
   }
-  if (r.malloc != NULL && dladdr(fn_addr(r.malloc), &ref) != 0) {
-    SET_FN(r.aligned_alloc, next_in("aligned_alloc", &ref));
-    SET_FN(r.memalign, next_in("memalign", &ref));
+  if (r.malloc != NULL && (base = object_of(fn_addr(r.malloc))) != NULL) {
+    SET_FN(r.aligned_alloc, next_in("aligned_alloc", base));
+    SET_FN(r.memalign, next_in("memalign", base));
     SET_FN(r.malloc_usable_size, dlsym(RTLD_NEXT, "malloc_usable_size"));
-    r.marked = may_mark(&ref, r.malloc_usable_size);
+    r.marked = may_mark(base, r.malloc_usable_size);
   }
   if (r.malloc == NULL || r.free == NULL || r.calloc == NULL || r.realloc == NULL) {
     /* Keep the arena: allocations fail once it is full. */
