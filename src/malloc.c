@@ -31,7 +31,7 @@
 /* ---------------------------------------------------------------- the real allocator */
 
 struct real_fns {
-  int marked; /* sampled blocks carry a mark (the next allocator is glibc's) */
+  unsigned char marked; /* sampled blocks carry a mark (the next allocator is glibc's) */
   void *(*malloc)(size_t);
   void (*free)(void *);
   void *(*calloc)(size_t, size_t);
@@ -88,8 +88,14 @@ static __thread int resolving CULPERT__TLS_MODEL;
  * the bytes below a block, so their blocks are never marked; neither are
  * any with CULPERT_NO_MARKS=1. Bootstrap arena blocks carry the magic
  * alone, so that free() sends them to its slow path.
+ *
+ * The magic's upper half is all ones so that x86-64 compares it as a
+ * sign-extended 32-bit immediate: one instruction fewer than a 64-bit
+ * constant. As data it is a negative number below -2^30, rare in the last
+ * word of a block; when it does turn up there, the slow path's check
+ * word sorts it out.
  */
-#define MARK_MAGIC      UINT64_C(0x7C75B1E4D2A95F3B)
+#define MARK_MAGIC      UINT64_C(0xFFFFFFFF9C75B1E4)
 #define MARK_SIZE       ((size_t)16)
 #define MARK_MAX_OFFSET ((size_t)1 << 30)
 

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 /* The magic word of src/malloc.c (MARK_MAGIC). */
-#define MAGIC UINT64_C(0x7C75B1E4D2A95F3B)
+#define MAGIC UINT64_C(0xFFFFFFFF9C75B1E4)
 
 static int failures;
 static int glibc = 1; /* 0 with --not-glibc: skip checks of glibc's own ways */
