@@ -31,7 +31,10 @@
 /* ---------------------------------------------------------------- the real allocator */
 
 struct real_fns {
-  unsigned char marked; /* sampled blocks carry a mark (the next allocator is glibc's) */
+  /* All ones when sampled blocks carry a mark (the next allocator is
+   * glibc's), else 0: free() tests the pointer against it, which says in
+   * one instruction "marks, and not NULL". */
+  uintptr_t marked;
   void *(*malloc)(size_t);
   void (*free)(void *);
   void *(*calloc)(size_t, size_t);
@@ -294,7 +297,7 @@ static void do_resolve(void)
     SET_FN(r.aligned_alloc, next_in("aligned_alloc", base));
     SET_FN(r.memalign, next_in("memalign", base));
     SET_FN(r.malloc_usable_size, dlsym(RTLD_NEXT, "malloc_usable_size"));
-    r.marked = may_mark(base, r.malloc_usable_size);
+    r.marked = may_mark(base, r.malloc_usable_size) ? UINTPTR_MAX : 0;
   }
   if (r.malloc == NULL || r.free == NULL || r.calloc == NULL || r.realloc == NULL) {
     /* Keep the arena: allocations fail once it is full. */
@@ -587,7 +590,7 @@ static CULPERT__NOINLINE void *malloc_slow(size_t n)
 static CULPERT__NOINLINE void free_slow(void *p)
 {
   struct culpert__live v;
-  if (in_arena(p))
+  if (p == NULL || in_arena(p))
     return; /* arena blocks are never released */
   if (real.marked) {
     size_t off = mark_offset(p);
@@ -783,16 +786,36 @@ CULPERT__EXPORT void *malloc(size_t n)
   return real.malloc(n);
 }
 
+/* Whether p is not NULL and blocks carry marks: p & real.marked != 0, in
+ * one `test` on x86-64 (the compiler would load the mask and `and` it). */
+static inline __attribute__((always_inline)) int marked_nonnull(const void *p)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+  __asm__ goto("testq %0, %1\n\t"
+               "jz %l[no]"
+               :
+               : "r"(p), "m"(real.marked)
+               : "cc"
+               : no);
+  return 1;
+no:
+  return 0;
+#else
+  return ((uintptr_t)p & real.marked) != 0;
+#endif
+}
+
 CULPERT__EXPORT void free(void *p)
 {
-  if (real.marked) {
-    if (CULPERT__LIKELY(p != NULL) && CULPERT__UNLIKELY(mark_at(p))) {
+  if (CULPERT__LIKELY(marked_nonnull(p))) {
+    if (CULPERT__UNLIKELY(mark_at(p))) {
       free_slow(p);
       return;
     }
     real.free(p);
     return;
   }
+  /* No marks, or free(NULL), which the bit maps pass straight on. */
   if (filter_hit(p)) {
     free_slow(p);
     return;
