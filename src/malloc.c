@@ -742,24 +742,22 @@ expired:
 
 #if defined(__x86_64__) && defined(__GNUC__)
 /* Jump to LABEL when bit (p >> SHIFT) mod 2^BITS of the bit map MAP is
- * set: load the bit's 32-bit word, then `bt` it in a register, which
- * takes the bit number mod 32. (A `bt` straight on memory with a
- * register bit number is microcoded: several times slower.) */
+ * set: that slot is the bit offset of a `bt` on the map itself, which
+ * addresses the bit string from its first byte (bit s is bit s mod 32 of
+ * word s / 32, as in C). A `bt` on memory with a register bit number is
+ * microcoded; a load and a `bt` in a register instead (3 instructions
+ * more) made no difference to CPU time in the bench (small 1 20000000 at
+ * 1T, 41 interleaved rounds: +8.3% and +7.7% against no preload). */
 #define BIT_SET_GOTO(p, map, shift, bits, label)                                                   \
-  __asm__ goto(                                                                                    \
-      "movq %0, %%rax\n\t"                                                                         \
-      "shrq %[wsh], %%rax\n\t"                                                                     \
-      "andl %[wmask], %%eax\n\t"                                                                   \
-      "leaq " #map "(%%rip), %%rdx\n\t"                                                            \
-      "movl (%%rdx,%%rax,4), %%eax\n\t"                                                            \
-      "movq %0, %%rdx\n\t"                                                                         \
-      "shrq %[sh], %%rdx\n\t"                                                                      \
-      "btl %%edx, %%eax\n\t"                                                                       \
-      "jc %l[" #label "]"                                                                          \
-      :                                                                                            \
-      : "r"(p), [sh] "i"(shift), [wsh] "i"((shift) + 5), [wmask] "i"((1u << ((bits)-5)) - 1u)      \
-      : "rax", "rdx", "cc", "memory"                                                               \
-      : label)
+  __asm__ goto("movq %0, %%rax\n\t"                                                                \
+               "shrq %[sh], %%rax\n\t"                                                             \
+               "andl %[mask], %%eax\n\t"                                                           \
+               "btl %%eax, " #map "(%%rip)\n\t"                                                    \
+               "jc %l[" #label "]"                                                                 \
+               :                                                                                   \
+               : "r"(p), [sh] "i"(shift), [mask] "i"((1u << (bits)) - 1u)                          \
+               : "rax", "cc", "memory"                                                             \
+               : label)
 #endif
 
 static inline __attribute__((always_inline)) int filter_hit(const void *p)
