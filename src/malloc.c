@@ -695,11 +695,16 @@ static CULPERT__NOINLINE int memalign_slow(void **out, size_t align, size_t n)
   return 0;
 }
 
-/* aligned_alloc or memalign (fn) whose size ran the countdown out. */
+/* aligned_alloc or memalign (fn) whose size ran the countdown out. An
+ * alignment that is not a power of two is left to glibc, which rounds it
+ * up or refuses it depending on its version: such a call is not sampled
+ * when blocks are marked (the next allocation is instead). */
 static CULPERT__NOINLINE void *aligned_slow(size_t align, size_t n, void *(*fn)(size_t, size_t))
 {
   size_t off = mark_offset_for(align);
-  if (!sample_due(n) || (real.marked && off > MARK_MAX_OFFSET))
+  if (real.marked && (off > MARK_MAX_OFFSET || (align & (align - 1)) != 0))
+    return fn(align, n);
+  if (!sample_due(n))
     return fn(align, n);
   void *p = real.marked ? marked(fn(off, with_mark(n, off)), off) : fn(align, n);
   sample_take(p, n);
