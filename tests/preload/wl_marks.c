@@ -10,12 +10,11 @@
  * Checked: contents survive realloc growing, shrinking and moving a
  * block, between marked and unmarked sizes; realloc(p, 0) and
  * realloc(NULL, n); every aligned allocation function at alignments up to
- * 64 KiB; malloc_usable_size covers the request and all of it can be
- * written; and a block whose 8 bytes below hold the magic by chance (the
- * program writes it at the end of the block before) is freed, reallocated
- * and measured like any other. "--not-glibc" skips the two checks of
- * glibc's own behaviour (errno of a refused realloc, memalign rounding an
- * alignment that is not a power of two).
+ * 64 KiB, and posix_memalign at 2 MiB; malloc_usable_size covers the
+ * request and all of it can be written; and a block whose 8 bytes below hold the magic by chance
+ * (the program writes it at the end of the block before) is freed, reallocated and measured like
+ * any other. "--not-glibc" skips the two checks of glibc's own behaviour (errno of a refused
+ * realloc, memalign rounding an alignment that is not a power of two).
  */
 #include <errno.h>
 #include <malloc.h>
@@ -135,6 +134,11 @@ static void aligned(void)
     usable(p, 77);
     free(p);
   }
+  void *big = NULL; /* a huge page's alignment: 2 MiB below the pointer */
+  CHECK(posix_memalign(&big, (size_t)2 << 20, 100) == 0);
+  CHECK(((uintptr_t)big & (((size_t)2 << 20) - 1)) == 0);
+  usable(big, 100);
+  free(big);
   void *p = memalign(48, 100); /* glibc rounds the alignment up to 64 */
   if (glibc)
     CHECK(p != NULL && ((uintptr_t)p & 63) == 0);
