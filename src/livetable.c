@@ -86,6 +86,11 @@ void culpert__live_use_filter(int on)
   atomic_store(&live.filter_on, on);
 }
 
+int culpert__live_filter_in_use(void)
+{
+  return filter_on();
+}
+
 static uint64_t mix(uint64_t v)
 {
   return v * UINT64_C(0x9E3779B97F4A7C15);

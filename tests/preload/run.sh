@@ -130,9 +130,11 @@ realloc_aligned)
 marks)
   # sampled blocks carry a mark when glibc allocates (src/malloc.c); what
   # the program sees of them is checked by wl_marks itself
-  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_QUIET=1 run_pre "$BIN/wl_marks" 2>&1) || fail "wl_marks: $out"
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_QUIET=1 CULPERT_OUTPUT="$work/m.pb.gz" \
+    run_pre "$BIN/wl_marks" 2>&1) || fail "wl_marks: $out"
   expect_line "$out" '^marked=1$' "sampled block marked"
   expect_line "$out" '^failures=0$' "marked blocks"
+  expect_line "$(profile m.pb.gz)" '^comment culpert.marks=1$' "profile says marks"
   out=$(CULPERT_SAMPLE_RATE=1T CULPERT_QUIET=1 run_pre "$BIN/wl_marks" 2>&1) || fail "wl_marks: $out"
   expect_line "$out" '^marked=0$' "unsampled block not marked"
   expect_line "$out" '^lookalikes=[1-9]' "blocks below the magic by chance"
@@ -147,6 +149,7 @@ marks)
   expect_totals nm.pb.gz handle_request/parse "100 100000 40 40000 100"
   expect_totals nm.pb.gz handle_request/resize "3 4300 1 4000 3"
   expect_totals nm.pb.gz aligned "9 13456 9 13456 9"
+  expect_line "$(profile nm.pb.gz)" '^comment culpert.marks=0$' "profile says no marks"
   if [ -n "${JEMALLOC:-}" ] && [ -f "$JEMALLOC" ]; then
     out=$(CULPERT_SAMPLE_RATE=0 CULPERT_QUIET=1 LD_PRELOAD="$LIB $JEMALLOC" "$BIN/wl_marks" \
       --not-glibc 2>&1) ||
