@@ -75,10 +75,11 @@ static __thread int resolving CULPERT__TLS_MODEL;
 /* ---------------------------------------------------------------- marks */
 
 /*
- * Marked blocks. When the next allocator is glibc's, a sampled block is
- * made `off` bytes larger (16, or its alignment when that is larger) and
- * handed out at off bytes past its start, just after a 16-byte mark: a
- * magic word and a check word. free() then knows a sampled block by one
+ * Marked blocks, with CULPERT_MARKS=1. When the next allocator is glibc's,
+ * a sampled block is made `off` bytes larger (16, or its alignment when
+ * that is larger) and handed out at off bytes past its start, just after
+ * a 16-byte mark: a magic word and a check word. free() then knows a
+ * sampled block by one
  * load from p - 16, on the cache line of the chunk header that glibc's
  * free is about to read anyway, where it would otherwise look the pointer
  * up in the bit maps (a load that misses on a busy heap, and false hits
@@ -88,9 +89,11 @@ static __thread int resolving CULPERT__TLS_MODEL;
  * apart, on the slow path.
  *
  * Other allocators (jemalloc, tcmalloc...) give no such guarantee about
- * the bytes below a block, so their blocks are never marked; neither are
- * any with CULPERT_NO_MARKS=1. Bootstrap arena blocks carry the magic
- * alone, so that free() sends them to its slow path.
+ * the bytes below a block, so their blocks are never marked. Marks are
+ * off unless asked for: a program that frees a block with glibc's own
+ * free, behind the preload (a library loaded with RTLD_DEEPBIND), would
+ * hand glibc a pointer it does not know and abort. Bootstrap arena blocks
+ * carry the magic alone, so that free() sends them to its slow path.
  *
  * The magic's upper half is all ones so that x86-64 compares it as a
  * sign-extended 32-bit immediate: one instruction fewer than a 64-bit
@@ -234,16 +237,15 @@ static void *next_in(const char *name, void *base)
   return fn != NULL && object_of(fn) == base ? fn : NULL;
 }
 
-/* Whether sampled blocks may carry marks: the next allocator, whose malloc
- * lies in the object that starts at base, is glibc's (with its
- * malloc_usable_size), and CULPERT_NO_MARKS is unset or 0. Read here
- * rather than with the rest of the configuration because the choice must
- * be made before the first sample, which may come before the
- * constructor. */
+/* Whether sampled blocks carry marks: CULPERT_MARKS is set and not 0, and
+ * the next allocator, whose malloc lies in the object that starts at
+ * base, is glibc's (with its malloc_usable_size). Read here rather than
+ * with the rest of the configuration because the choice must be made
+ * before the first sample, which may come before the constructor. */
 static int may_mark(void *base, size_t (*usable)(void *))
 {
-  const char *off = getenv("CULPERT_NO_MARKS");
-  if (off != NULL && *off != '\0' && strcmp(off, "0") != 0)
+  const char *on = getenv("CULPERT_MARKS");
+  if (on == NULL || *on == '\0' || strcmp(on, "0") == 0)
     return 0;
   void *probe;
   const char *(*version)(void) = gnu_get_libc_version;

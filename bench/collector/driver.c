@@ -15,7 +15,7 @@
  *
  * --focus CELL runs only one column (small1, small2, mixed1 or mixed2) for
  * glibc and culpert at the default rate with either stack, with
- * CULPERT_NO_MARKS=1, and loaded but sampling nothing, for as many rounds
+ * CULPERT_MARKS=1, and loaded but sampling nothing, for as many rounds
  * as asked (--cpu N pins every run to
  * one CPU): the long A/B that tells a few percent apart on a noisy machine.
  * Its table gives the quartiles of the paired ratios.
@@ -91,7 +91,7 @@ enum {
   CFG_JEPROF_4K,
   CFG_JE_CULPERT_512K,
   CFG_JE_CULPERT_4K,
-  CFG_CULPERT_512K_NO_MARKS,
+  CFG_CULPERT_512K_MARKS,
   NCONFIG
 };
 
@@ -145,14 +145,14 @@ static const struct config configs[NCONFIG] = {
                            PRELOAD_BOTH,
                            {"CULPERT_STACK=libunwind", "CULPERT_SAMPLE_RATE=4K", NULL},
                            0},
-    /* The same library with free() on the bit maps instead of marks: what
-     * marks save, side by side (--focus only). */
-    [CFG_CULPERT_512K_NO_MARKS] = {"culpert 512K libunwind, CULPERT_NO_MARKS=1",
-                                   CFG_GLIBC,
-                                   PRELOAD_CULPERT,
-                                   {"CULPERT_STACK=libunwind", "CULPERT_NO_MARKS=1", NULL},
-                                   0,
-                                   1},
+    /* The same library with marks on sampled blocks (CULPERT_MARKS=1):
+     * what they save, side by side (--focus only). */
+    [CFG_CULPERT_512K_MARKS] = {"culpert 512K libunwind, CULPERT_MARKS=1",
+                                CFG_GLIBC,
+                                PRELOAD_CULPERT,
+                                {"CULPERT_STACK=libunwind", "CULPERT_MARKS=1", NULL},
+                                0,
+                                1},
 };
 
 /* A workload and thread count: one column of the tables. Operation counts
@@ -552,7 +552,7 @@ static int run_rounds(struct bench *b)
 
 /* The configurations --focus compares, glibc first. */
 static const int focus_configs[] = {CFG_GLIBC, CFG_CULPERT_OFF, CFG_CULPERT_512K_FP,
-                                    CFG_CULPERT_512K_UNWIND, CFG_CULPERT_512K_NO_MARKS};
+                                    CFG_CULPERT_512K_UNWIND, CFG_CULPERT_512K_MARKS};
 #define NFOCUS (int)(sizeof focus_configs / sizeof focus_configs[0])
 
 /* --focus: only one cell, the same rotation as run_rounds. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * wl_marks: what a program sees of sampled blocks when libculpert marks
- * them (the next allocator is glibc's; src/malloc.c "Marked blocks").
+ * them (CULPERT_MARKS=1 over glibc; src/malloc.c "Marked blocks").
  * Every check is made by the program itself and counted in "failures=N";
  * run it at CULPERT_SAMPLE_RATE=0 (every block sampled, so marked) and at
  * 1T (none). It prints "marked=1" when the 8 bytes below a fresh block
@@ -11,11 +11,16 @@
  * block, between marked and unmarked sizes; realloc(p, 0) and
  * realloc(NULL, n); every aligned allocation function at alignments up to
  * 64 KiB, and posix_memalign at 2 MiB; malloc_usable_size covers the
- * request and all of it can be written; and a block whose 8 bytes below hold the magic by chance
- * (the program writes it at the end of the block before) is freed, reallocated and measured like
- * any other. "--not-glibc" skips the two checks of glibc's own behaviour (errno of a refused
- * realloc, memalign rounding an alignment that is not a power of two).
+ * request and all of it can be written; and a block whose 8 bytes below
+ * hold the magic by chance (the program writes it at the end of the block
+ * before) is freed, reallocated and measured like any other.
+ * "--not-glibc" skips the two checks of glibc's own behaviour (errno of a
+ * refused realloc, memalign rounding an alignment that is not a power of
+ * two). "--deepbind PLUGIN" instead frees blocks through a library loaded
+ * with RTLD_DEEPBIND and prints "deepbind=ok": what marks cannot survive,
+ * and why they are off by default.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
@@ -192,8 +197,30 @@ static void lookalike(void)
   printf("lookalikes=%d\n", tried);
 }
 
+/* --deepbind PLUGIN: blocks of every size, sampled or not, freed by a
+ * library loaded with RTLD_DEEPBIND, whose free is glibc's own. */
+static int deepbind(const char *plugin)
+{
+  void *h = dlopen(plugin, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  void (*plugin_free)(void *) = NULL;
+  if (h != NULL) {
+    void *sym = dlsym(h, "plugin_free");
+    memcpy(&plugin_free, &sym, sizeof sym);
+  }
+  if (plugin_free == NULL) {
+    fprintf(stderr, "wl_marks: %s\n", dlerror());
+    return 1;
+  }
+  for (size_t i = 0; i < 2000; i++)
+    plugin_free(malloc(16 + i * 37));
+  puts("deepbind=ok");
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
+  if (argc > 2 && strcmp(argv[1], "--deepbind") == 0)
+    return deepbind(argv[2]);
   glibc = !(argc > 1 && strcmp(argv[1], "--not-glibc") == 0);
   void *probe = malloc(32);
   printf("marked=%d\n", probe != NULL && word_below((uintptr_t)probe) == MAGIC);
