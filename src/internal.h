@@ -300,15 +300,6 @@ static inline int culpert__filter_test(const void *p)
  * is kept from being cleared. */
 void culpert__filter_pin(const void *p, size_t n);
 
-/* culpert__live_use_filter: whether sampled pointers are flagged in the
- * bit maps above (1, the default) or not (0: free() knows sampled blocks
- * by their marks, see malloc.c). Set once, before the first sample. */
-void culpert__live_use_filter(int on);
-
-/* culpert__live_filter_in_use: 0 when sampled blocks carry marks (the
- * profile's culpert.marks=1), 1 otherwise. */
-int culpert__live_filter_in_use(void);
-
 /* A live sampled allocation. */
 struct culpert__live {
   uint32_t bucket; /* index of its record bucket */

@@ -66,30 +66,12 @@ struct table {
   /* The bootstrap arena's granules, flagged for good: [pin_first,
    * +pin_count) modulo the window (set once, before any sample). */
   _Atomic uint32_t pin_first, pin_count;
-  /* 0 when free() knows sampled blocks by their marks (malloc.c) and the
-   * bit maps are left alone; set once, before any sample. */
-  atomic_int filter_on;
   struct entry *slots;
   size_t capacity; /* power of two, 0 before the first insert */
   size_t used;
 } __attribute__((aligned(64)));
 
-static struct table live = {.filter_on = 1}; /* lock free, no slots */
-
-static int filter_on(void)
-{
-  return atomic_load_explicit(&live.filter_on, memory_order_relaxed);
-}
-
-void culpert__live_use_filter(int on)
-{
-  atomic_store(&live.filter_on, on);
-}
-
-int culpert__live_filter_in_use(void)
-{
-  return filter_on();
-}
+static struct table live; /* lock free, no slots */
 
 static uint64_t mix(uint64_t v)
 {
@@ -230,8 +212,7 @@ static int grow(void)
 void culpert__live_prefetch(const void *p)
 {
   __builtin_prefetch(&live, 1);
-  if (filter_on())
-    __builtin_prefetch(&culpert__filter[word_of(culpert__filter_slot(p))], 1);
+  __builtin_prefetch(&culpert__filter[word_of(culpert__filter_slot(p))], 1);
 }
 
 int culpert__live_insert(const void *p, const struct culpert__live *v)
@@ -250,8 +231,7 @@ int culpert__live_insert(const void *p, const struct culpert__live *v)
     e = &live.slots[i];
     e->ptr = key;
     live.used++;
-    if (filter_on())
-      filter_set(g);
+    filter_set(g);
   }
   e->bucket = v->bucket;
   e->size = v->size;
@@ -280,7 +260,7 @@ static void delete_entry(struct entry *e)
   }
   t[i].ptr = 0;
   live.used--;
-  if (filter_on() && !granule_in_use(g))
+  if (!granule_in_use(g))
     filter_clear(g);
 }
 
@@ -327,7 +307,7 @@ void culpert__live_reset(void)
   for (size_t i = 0; i < live.capacity; i++) {
     uintptr_t p = live.slots[i].ptr;
     live.slots[i].ptr = 0;
-    if (p != 0 && filter_on())
+    if (p != 0)
       filter_clear(culpert__filter_slot((void *)p));
   }
   live.used = 0;

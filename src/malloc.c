@@ -17,13 +17,10 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <gnu/libc-version.h>
 #include <malloc.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -31,10 +28,6 @@
 /* ---------------------------------------------------------------- the real allocator */
 
 struct real_fns {
-  /* All ones when sampled blocks carry a mark (the next allocator is
-   * glibc's), else 0: free() tests the pointer against it, which says in
-   * one instruction "marks, and not NULL". */
-  uintptr_t marked;
   void *(*malloc)(size_t);
   void (*free)(void *);
   void *(*calloc)(size_t, size_t);
@@ -56,92 +49,14 @@ static size_t boot_malloc_usable_size(void *p);
 
 /* Until resolution these point at the bootstrap versions; afterwards at the
  * next allocator. Written once, before resolve_state becomes DONE. */
-static _Alignas(64) struct real_fns real = {
-    0,
-    boot_malloc,
-    boot_free,
-    boot_calloc,
-    boot_realloc,
-    boot_posix_memalign,
-    boot_aligned_alloc,
-    boot_memalign,
-    boot_malloc_usable_size,
+static struct real_fns real = {
+    boot_malloc,         boot_free,          boot_calloc,   boot_realloc,
+    boot_posix_memalign, boot_aligned_alloc, boot_memalign, boot_malloc_usable_size,
 };
 
 enum { RESOLVE_NONE, RESOLVE_BUSY, RESOLVE_DONE };
 static atomic_int resolve_state;
 static __thread int resolving CULPERT__TLS_MODEL;
-
-/* ---------------------------------------------------------------- marks */
-
-/*
- * Marked blocks, with CULPERT_MARKS=1. When the next allocator is glibc's,
- * a sampled block is made `off` bytes larger (16, or its alignment when
- * that is larger) and handed out at off bytes past its start, just after
- * a 16-byte mark: a magic word and a check word. free() then knows a
- * sampled block by one
- * load from p - 16, on the cache line of the chunk header that glibc's
- * free is about to read anyway, where it would otherwise look the pointer
- * up in the bit maps (a load that misses on a busy heap, and false hits
- * near live samples). For any other block those 8 bytes are glibc's
- * prev_size or the end of the block below; should they hold the magic,
- * the check word (p and off under a key drawn at start-up) tells them
- * apart, on the slow path.
- *
- * Other allocators (jemalloc, tcmalloc...) give no such guarantee about
- * the bytes below a block, so their blocks are never marked. Marks are
- * off unless asked for: a program that frees a block with glibc's own
- * free, behind the preload (a library loaded with RTLD_DEEPBIND), would
- * hand glibc a pointer it does not know and abort. Bootstrap arena blocks
- * carry the magic alone, so that free() sends them to its slow path.
- *
- * The magic's upper half is all ones so that x86-64 compares it as a
- * sign-extended 32-bit immediate: one instruction fewer than a 64-bit
- * constant. As data it is a negative number below -2^30, rare in the last
- * word of a block; when it does turn up there, the slow path's check
- * word sorts it out.
- */
-#define MARK_MAGIC      UINT64_C(0xFFFFFFFF9C75B1E4)
-#define MARK_SIZE       ((size_t)16)
-#define MARK_MAX_OFFSET ((size_t)1 << 30)
-
-static uint64_t mark_key;
-
-static uint64_t mark_check(const void *p, size_t off)
-{
-  return ((uintptr_t)p * UINT64_C(0x9E3779B97F4A7C15)) ^ mark_key ^ off;
-}
-
-/* Whether the word below p is the magic: free()'s one test. */
-static inline __attribute__((always_inline)) int mark_at(const void *p)
-{
-  uint64_t w;
-  memcpy(&w, (const unsigned char *)p - MARK_SIZE, sizeof w);
-  return w == MARK_MAGIC;
-}
-
-/* Write the mark of a block that starts at q and is handed out at q + off. */
-static void *mark(void *q, size_t off)
-{
-  unsigned char *p = (unsigned char *)q + off;
-  uint64_t w[2] = {MARK_MAGIC, mark_check(p, off)};
-  memcpy(p - MARK_SIZE, w, sizeof w);
-  return p;
-}
-
-/* The offset of marked block p from the start of its allocation, or 0
- * when p is not marked. */
-static size_t mark_offset(const void *p)
-{
-  uint64_t w[2];
-  memcpy(w, (const unsigned char *)p - MARK_SIZE, sizeof w);
-  if (w[0] != MARK_MAGIC)
-    return 0;
-  uint64_t off = w[1] ^ mark_check(p, 0);
-  if (off < MARK_SIZE || off > MARK_MAX_OFFSET || (off & (off - 1)) != 0 || (uintptr_t)p < off)
-    return 0;
-  return (size_t)off;
-}
 
 /* ---------------------------------------------------------------- bootstrap arena */
 
@@ -175,8 +90,6 @@ static void *arena_alloc(size_t n, size_t align)
   if (at + need > ARENA_SIZE)
     return NULL;
   uintptr_t p = ((uintptr_t)arena + at + ARENA_HEADER + align - 1) & ~(uintptr_t)(align - 1);
-  uint64_t magic = MARK_MAGIC;
-  memcpy((void *)(p - ARENA_HEADER), &magic, sizeof magic);
   memcpy((void *)(p - sizeof(size_t)), &n, sizeof n);
   return (void *)p;
 }
@@ -219,7 +132,7 @@ static void *fn_addr(void *(*fn)(size_t))
 /* The start of the loaded object that holds addr, NULL when none does.
  * _dl_find_object first: dladdr also looks for the nearest symbol, a
  * search of the object's whole symbol table (about 50 µs for libc's,
- * five times at every start); but _dl_find_object knows nothing yet when
+ * three times at every start); but _dl_find_object knows nothing yet when
  * the first allocation comes from libc's own early start-up. */
 static void *object_of(void *addr)
 {
@@ -235,39 +148,6 @@ static void *next_in(const char *name, void *base)
 {
   void *fn = dlsym(RTLD_NEXT, name);
   return fn != NULL && object_of(fn) == base ? fn : NULL;
-}
-
-/* Whether sampled blocks carry marks: CULPERT_MARKS is set and not 0, and
- * the next allocator, whose malloc lies in the object that starts at
- * base, is glibc's (with its malloc_usable_size). Read here rather than
- * with the rest of the configuration because the choice must be made
- * before the first sample, which may come before the constructor. */
-static int may_mark(void *base, size_t (*usable)(void *))
-{
-  const char *on = getenv("CULPERT_MARKS");
-  if (on == NULL || *on == '\0' || strcmp(on, "0") == 0)
-    return 0;
-  void *probe;
-  const char *(*version)(void) = gnu_get_libc_version;
-  memcpy(&probe, &version, sizeof probe);
-  if (usable == NULL || object_of(probe) != base)
-    return 0;
-  memcpy(&probe, &usable, sizeof probe);
-  return object_of(probe) == base;
-}
-
-/* The key of the marks' check words: random, or at worst unpredictable
- * from the heap's contents. */
-static uint64_t mark_key_draw(void)
-{
-  uint64_t k = 0;
-  if (getrandom(&k, sizeof k, GRND_NONBLOCK) != (ssize_t)sizeof k) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    k = ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 40) ^
-        (uintptr_t)&k;
-  }
-  return k * UINT64_C(0xD6E8FEB86659FD93) + UINT64_C(0x2545F4914F6CDD1D);
 }
 
 /* Find the next allocator. Runs once; allocations it causes on this thread
@@ -299,16 +179,11 @@ static void do_resolve(void)
     SET_FN(r.aligned_alloc, next_in("aligned_alloc", base));
     SET_FN(r.memalign, next_in("memalign", base));
     SET_FN(r.malloc_usable_size, dlsym(RTLD_NEXT, "malloc_usable_size"));
-    r.marked = may_mark(base, r.malloc_usable_size) ? UINTPTR_MAX : 0;
   }
   if (r.malloc == NULL || r.free == NULL || r.calloc == NULL || r.realloc == NULL) {
     /* Keep the arena: allocations fail once it is full. */
     culpert__say("cannot find the next malloc (dlsym RTLD_NEXT failed)");
     return;
-  }
-  if (r.marked) {
-    mark_key = mark_key_draw();
-    culpert__live_use_filter(0);
   }
   real = r;
 }
@@ -446,51 +321,35 @@ static void cost_report(void)
 #endif
 
 /*
- * sample_due: whether the allocation of n bytes that ran this thread's
- * countdown out is sampled. Asked before the allocation is made, so that a
- * sampled block can be made with room for its mark. Sets the thread up on
- * its first call; keeps errno. With the guard set (culpert allocating for
- * itself) or before the constructor, nothing is sampled.
+ * sample_check: called after an allocation of n bytes at p once the
+ * thread's countdown (already reduced by n) reached zero or below. Decides
+ * whether the allocation is sampled and records it. Keeps errno. Inlined
+ * into each *_slow function: one frame fewer for libunwind to step through
+ * on every sample.
  */
-static inline __attribute__((always_inline)) int sample_due(size_t n)
+static inline __attribute__((always_inline)) void sample_check(void *p, size_t n)
 {
   struct culpert__thread *t = &culpert__tls;
-  if (t->guard != 0)
-    return 0; /* inside culpert: nothing to record */
+  if (t->guard != 0 || p == NULL)
+    return; /* inside culpert, or a failed allocation: nothing to record */
+  int saved = errno;
+  t->guard++;
   if (!atomic_load_explicit(&culpert__ready, memory_order_acquire)) {
     t->countdown = 0; /* before the constructor: look again next time */
-    return 0;
+    goto out;
   }
   if (!atomic_load_explicit(&culpert__running, memory_order_relaxed)) {
     t->countdown = STOPPED_COUNTDOWN; /* pass-through from now on */
-    return 0;
+    goto out;
   }
   if (!t->ready) {
     /* This thread's first interval: the allocation that brought it here is
      * judged against a fresh draw like any other. */
-    int saved = errno;
     culpert__sampler_thread_init(t);
     t->countdown = culpert__sampler_next(t) - (int64_t)n;
-    errno = saved;
   }
-  /* Otherwise the next sample point lies beyond this allocation. */
-  return t->countdown < 0 || (t->countdown == 0 && culpert__rate == 0);
-}
-
-/*
- * sample_take: record the allocation of n bytes at p that sample_due
- * chose, and draw the next interval. A failed allocation (p NULL) is not
- * recorded and leaves the countdown run out, so the next allocation is
- * sampled instead. Keeps errno. Inlined into each *_slow function: one
- * frame fewer for libunwind to step through on every sample.
- */
-static inline __attribute__((always_inline)) void sample_take(void *p, size_t n)
-{
-  struct culpert__thread *t = &culpert__tls;
-  if (p == NULL)
-    return;
-  int saved = errno;
-  t->guard++;
+  if (t->countdown > 0 || (t->countdown == 0 && culpert__rate != 0))
+    goto out; /* the next sample point lies beyond this allocation */
   COST_NOW(c0);
   t->countdown = culpert__sampler_next(t);
   culpert__live_prefetch(p);
@@ -515,125 +374,56 @@ static inline __attribute__((always_inline)) void sample_take(void *p, size_t n)
   COST_ADD(COST_RECORD, c3, c4);
   COST_ADD(COST_INSERT, c4, c5);
   COST_COUNT(cost_samples);
+out:
   t->guard--;
   errno = saved;
 }
 
-/* forget: p, a block about to be released or moved, may be a live sampled
- * one: if so, take it out of the live table (and so out of the in-use
- * totals) and fill *v. With the guard already set (culpert freeing its own
- * unsampled memory, or a signal handler that interrupted the slow path)
- * the table is left alone: its lock may be held by this very thread. */
-static int forget(void *p, struct culpert__live *v)
+/* forget: p is about to be released; if it is a live sampled block, take it
+ * out of the live table (and so out of the in-use totals). Returns 1 for a
+ * bootstrap arena block (which must never reach the real allocator). With
+ * the guard already set (culpert freeing its own unsampled memory, or a
+ * signal handler that interrupted the slow path) the live table is left
+ * alone: its lock may be held by this very thread. */
+static CULPERT__NOINLINE int forget(void *p)
 {
+  if (in_arena(p))
+    return 1;
   struct culpert__thread *t = &culpert__tls;
   if (t->guard != 0)
     return 0;
+  struct culpert__live v;
   int saved = errno;
   t->guard++;
   COST_NOW(c0);
-  int had = culpert__live_remove(p, v);
-  if (had) {
+  if (culpert__live_remove(p, &v)) {
     COST_NOW(c1);
     COST_ADD(COST_REMOVE, c0, c1);
     COST_COUNT(cost_removed);
   }
   t->guard--;
   errno = saved;
-  return had;
-}
-
-/* Put back what forget() took out, when the block turned out to stay (a
- * failed realloc); if it cannot go back (only when mmap fails), it is
- * counted as dropped, as sample_take counts a sample it cannot insert. */
-static void unforget(void *p, const struct culpert__live *v)
-{
-  int saved = errno;
-  culpert__tls.guard++;
-  if (culpert__live_insert(p, v) != 0)
-    culpert__record_count_dropped();
-  culpert__tls.guard--;
-  errno = saved;
-}
-
-/* The size to ask for when n bytes are handed out off bytes in; SIZE_MAX,
- * which every allocator refuses, when that overflows. */
-static size_t with_mark(size_t n, size_t off)
-{
-  return n <= SIZE_MAX - off ? n + off : SIZE_MAX;
-}
-
-/* The block handed out for allocation q (NULL: failed) when it is marked
- * off bytes in. */
-static void *marked(void *q, size_t off)
-{
-  return q != NULL ? mark(q, off) : NULL;
-}
-
-/* The mark offset of a sampled block aligned to `align`: the alignment
- * rounded up to a power of two (as glibc rounds it), at least 16. */
-static size_t mark_offset_for(size_t align)
-{
-  size_t a = MARK_SIZE;
-  while (a < align && a <= MARK_MAX_OFFSET)
-    a <<= 1;
-  return a;
+  return 0;
 }
 
 static CULPERT__NOINLINE void *malloc_slow(size_t n)
 {
-  if (!sample_due(n))
-    return real.malloc(n);
-  void *p = real.marked ? marked(real.malloc(with_mark(n, MARK_SIZE)), MARK_SIZE) : real.malloc(n);
-  sample_take(p, n);
+  void *p = real.malloc(n);
+  sample_check(p, n);
   return p;
 }
 
 static CULPERT__NOINLINE void free_slow(void *p)
 {
-  struct culpert__live v;
-  if (p == NULL || in_arena(p))
-    return; /* arena blocks are never released */
-  if (real.marked) {
-    size_t off = mark_offset(p);
-    if (off != 0)
-      forget(p, &v);
-    real.free((char *)p - off);
-    return;
-  }
-  forget(p, &v);
-  real.free(p);
+  if (!forget(p))
+    real.free(p);
 }
 
 static CULPERT__NOINLINE void *calloc_slow(size_t m, size_t n)
 {
-  if (!sample_due(m * n))
-    return real.calloc(m, n);
-  void *p = real.marked ? marked(real.calloc(1, with_mark(m * n, MARK_SIZE)), MARK_SIZE)
-                        : real.calloc(m, n);
-  sample_take(p, m * n);
+  void *p = real.calloc(m, n);
+  sample_check(p, m * n);
   return p;
-}
-
-/* realloc of a marked block (off bytes past the start of the next
- * allocator's block): the block and its mark move together. The result
- * keeps a mark whether or not it is sampled. */
-static void *realloc_marked(void *p, size_t off, size_t n)
-{
-  struct culpert__live v;
-  int had = forget(p, &v);
-  if (n == 0)
-    return real.realloc((char *)p - off, 0); /* glibc frees the block */
-  void *q = real.realloc((char *)p - off, with_mark(n, off));
-  if (q == NULL) {
-    if (had)
-      unforget(p, &v); /* p is untouched and still live */
-    return NULL;
-  }
-  q = mark(q, off);
-  if (culpert__tls.countdown <= 0 && sample_due(n))
-    sample_take(q, n);
-  return q;
 }
 
 /* realloc of a block that may be sampled or from the arena, or whose new
@@ -644,73 +434,45 @@ static CULPERT__NOINLINE void *realloc_slow(void *p, size_t n)
 {
   struct culpert__live v;
   int had = 0;
-  if (p != NULL && in_arena(p)) {
-    size_t old = arena_size(p);
-    if (n == 0)
-      return NULL;
-    void *q = malloc(n);
-    if (q != NULL)
-      memcpy(q, p, old < n ? old : n);
-    return q;
-  }
-  if (real.marked) {
-    size_t off = p != NULL ? mark_offset(p) : 0;
-    if (off != 0)
-      return realloc_marked(p, off, n);
-    if (culpert__tls.countdown > 0 || n == 0 || !sample_due(n))
-      return real.realloc(p, n);
-    /* An unmarked block whose new size is sampled moves to a marked one. */
-    void *q = marked(real.malloc(with_mark(n, MARK_SIZE)), MARK_SIZE);
-    if (q != NULL && p != NULL) {
-      size_t old = real.malloc_usable_size(p);
-      memcpy(q, p, old < n ? old : n);
-      real.free(p);
+  if (p != NULL && culpert__filter_test(p) && (in_arena(p) || culpert__tls.guard == 0)) {
+    if (in_arena(p)) {
+      size_t old = arena_size(p);
+      if (n == 0)
+        return NULL;
+      void *q = malloc(n);
+      if (q != NULL)
+        memcpy(q, p, old < n ? old : n);
+      return q;
     }
-    sample_take(q, n);
-    return q;
+    int saved = errno;
+    culpert__tls.guard++;
+    had = culpert__live_remove(p, &v);
+    culpert__tls.guard--;
+    errno = saved;
   }
-  if (p != NULL && culpert__filter_test(p))
-    had = forget(p, &v);
   void *q = real.realloc(p, n);
-  if (had && q == NULL && n != 0)
-    unforget(p, &v);
-  if (culpert__tls.countdown <= 0 && sample_due(n))
-    sample_take(q, n);
+  if (had) {
+    int saved = errno;
+    culpert__tls.guard++;
+    /* A failed realloc leaves p untouched and still live; if it cannot
+     * go back into the table (only when mmap fails), it is counted as
+     * dropped, as sample_check counts a sample it cannot insert. */
+    if (q == NULL && n != 0 && culpert__live_insert(p, &v) != 0)
+      culpert__record_count_dropped();
+    culpert__tls.guard--;
+    errno = saved;
+  }
+  if (culpert__tls.countdown <= 0)
+    sample_check(q, n);
   return q;
 }
 
-/* posix_memalign whose size ran the countdown out, or before resolution. */
 static CULPERT__NOINLINE int memalign_slow(void **out, size_t align, size_t n)
 {
-  size_t off = mark_offset_for(align);
-  if (real.posix_memalign == NULL)
-    return ENOMEM;
-  if (!sample_due(n) || (real.marked && off > MARK_MAX_OFFSET))
-    return real.posix_memalign(out, align, n);
-  void *q = NULL;
-  int rc = real.marked ? real.posix_memalign(&q, off, with_mark(n, off))
-                       : real.posix_memalign(&q, align, n);
-  if (rc != 0)
-    return rc;
-  *out = real.marked ? mark(q, off) : q;
-  sample_take(*out, n);
-  return 0;
-}
-
-/* aligned_alloc or memalign (fn) whose size ran the countdown out. An
- * alignment that is not a power of two is left to glibc, which rounds it
- * up or refuses it depending on its version: such a call is not sampled
- * when blocks are marked (the next allocation is instead). */
-static CULPERT__NOINLINE void *aligned_slow(size_t align, size_t n, void *(*fn)(size_t, size_t))
-{
-  size_t off = mark_offset_for(align);
-  if (real.marked && (off > MARK_MAX_OFFSET || (align & (align - 1)) != 0))
-    return fn(align, n);
-  if (!sample_due(n))
-    return fn(align, n);
-  void *p = real.marked ? marked(fn(off, with_mark(n, off)), off) : fn(align, n);
-  sample_take(p, n);
-  return p;
+  int rc = real.posix_memalign != NULL ? real.posix_memalign(out, align, n) : ENOMEM;
+  if (rc == 0)
+    sample_check(*out, n);
+  return rc;
 }
 
 /* ---------------------------------------------------------------- the wrappers */
@@ -791,49 +553,13 @@ CULPERT__EXPORT void *malloc(size_t n)
   return real.malloc(n);
 }
 
-/* Whether p is not NULL and blocks carry marks: p & real.marked != 0, in
- * one `test` on x86-64 (the compiler would load the mask and `and` it). */
-static inline __attribute__((always_inline)) int marked_nonnull(const void *p)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-  __asm__ goto("testq %0, %1\n\t"
-               "jz %l[no]"
-               :
-               : "r"(p), "m"(real.marked)
-               : "cc"
-               : no);
-  return 1;
-no:
-  return 0;
-#else
-  return ((uintptr_t)p & real.marked) != 0;
-#endif
-}
-
 CULPERT__EXPORT void free(void *p)
 {
-  if (CULPERT__LIKELY(marked_nonnull(p))) {
-    if (CULPERT__UNLIKELY(mark_at(p))) {
-      free_slow(p);
-      return;
-    }
-    real.free(p);
-    return;
-  }
-  /* No marks, or free(NULL), which the bit maps pass straight on. */
   if (filter_hit(p)) {
     free_slow(p);
     return;
   }
   real.free(p);
-}
-
-/* Whether p may be a sampled or arena block: its mark, or its filter bit. */
-static inline __attribute__((always_inline)) int flagged(const void *p)
-{
-  if (real.marked)
-    return p != NULL && mark_at(p);
-  return culpert__filter_test(p);
 }
 
 CULPERT__EXPORT void *calloc(size_t m, size_t n)
@@ -849,7 +575,7 @@ CULPERT__EXPORT void *calloc(size_t m, size_t n)
 CULPERT__EXPORT void *realloc(void *p, size_t n)
 {
   int expired = countdown_expired(n);
-  if (CULPERT__UNLIKELY(expired | flagged(p)))
+  if (CULPERT__UNLIKELY(expired | culpert__filter_test(p)))
     return realloc_slow(p, n);
   return real.realloc(p, n);
 }
@@ -880,8 +606,11 @@ static void *aligned_common(size_t align, size_t n, void *(*fn)(size_t, size_t))
 {
   void *p = NULL;
   if (fn != NULL && fn != boot_aligned_alloc && fn != boot_memalign) {
-    if (countdown_expired(n))
-      return aligned_slow(align, n, fn);
+    if (countdown_expired(n)) {
+      p = fn(align, n);
+      sample_check(p, n);
+      return p;
+    }
     return fn(align, n);
   }
   if (align < sizeof(void *))
@@ -932,16 +661,11 @@ CULPERT__EXPORT size_t malloc_usable_size(void *p)
 {
   if (p == NULL)
     return 0;
-  size_t off = 0;
-  if (CULPERT__UNLIKELY(flagged(p))) {
-    if (in_arena(p))
-      return arena_size(p);
-    if (real.marked)
-      off = mark_offset(p);
-  }
+  if (CULPERT__UNLIKELY(culpert__filter_test(p)) && in_arena(p))
+    return arena_size(p);
   if (real.malloc_usable_size == NULL || real.malloc_usable_size == boot_malloc_usable_size)
     return 0;
-  return real.malloc_usable_size((char *)p - off) - off;
+  return real.malloc_usable_size(p);
 }
 
 /* ---------------------------------------------------------------- start and exit */

@@ -292,7 +292,7 @@ int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples
   uint32_t *map = NULL;
   size_t nips = 0;
   int rc;
-  enum { NCOMMENT = 12 };
+  enum { NCOMMENT = 11 };
   char cbuf[NCOMMENT][320]; /* room for culpert.exe= and a 255-byte name */
   const char *comments[NCOMMENT + CULPERT__MAX_META];
   size_t nc = 0;
@@ -333,7 +333,6 @@ int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples
   if (strcmp(culpert__stack_mode_name(), "libunwind") == 0)
     snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.libunwind_stacks=%llu",
              (unsigned long long)culpert__stack_libunwind_walks());
-  snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.marks=%d", !culpert__live_filter_in_use());
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.dropped_samples=%llu",
            (unsigned long long)culpert__record_dropped());
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.pid=%ld", pid != 0 ? pid : (long)getpid());

@@ -346,7 +346,7 @@ CULPERT__NOINLINE uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max)
     /* libunwind pays for every frame it steps through, so on a deep stack
      * it is asked for no more than it needs: culpert's frames at the leaf
      * are unw_backtrace's own, culpert__stack_capture and a *_slow
-     * function (sample_take is inlined into it), three; UNWIND_SLACK
+     * function (sample_check is inlined into it), three; UNWIND_SLACK
      * leaves room for more than twice that. */
     want = max + UNWIND_SLACK;
     int got = use_cfi ? capture_cfi(ips, want) : -1;

@@ -14,9 +14,8 @@
  * is user+sys of the child (and its waited-for children) from wait4().
  *
  * --focus CELL runs only one column (small1, small2, mixed1 or mixed2) for
- * glibc and culpert at the default rate with either stack, with
- * CULPERT_MARKS=1, and loaded but sampling nothing, for as many rounds
- * as asked (--cpu N pins every run to
+ * glibc and culpert at the default rate with either stack, and loaded but
+ * sampling nothing, for as many rounds as asked (--cpu N pins every run to
  * one CPU): the long A/B that tells a few percent apart on a noisy machine.
  * Its table gives the quartiles of the paired ratios.
  *
@@ -75,7 +74,6 @@ struct config {
   enum preload preload;
   const char *env[3];
   int heaptrack;
-  int focus_only; /* run by --focus only */
 };
 
 enum {
@@ -91,7 +89,6 @@ enum {
   CFG_JEPROF_4K,
   CFG_JE_CULPERT_512K,
   CFG_JE_CULPERT_4K,
-  CFG_CULPERT_512K_MARKS,
   NCONFIG
 };
 
@@ -145,14 +142,6 @@ static const struct config configs[NCONFIG] = {
                            PRELOAD_BOTH,
                            {"CULPERT_STACK=libunwind", "CULPERT_SAMPLE_RATE=4K", NULL},
                            0},
-    /* The same library with marks on sampled blocks (CULPERT_MARKS=1):
-     * what they save, side by side (--focus only). */
-    [CFG_CULPERT_512K_MARKS] = {"culpert 512K libunwind, CULPERT_MARKS=1",
-                                CFG_GLIBC,
-                                PRELOAD_CULPERT,
-                                {"CULPERT_STACK=libunwind", "CULPERT_MARKS=1", NULL},
-                                0,
-                                1},
 };
 
 /* A workload and thread count: one column of the tables. Operation counts
@@ -473,7 +462,7 @@ static void print_ratio_table(struct bench *b, int wall)
     fprintf(o, "---|");
   fprintf(o, "\n");
   for (int k = 0; k < NCONFIG; k++) {
-    if (configs[k].base == k || configs[k].focus_only)
+    if (configs[k].base == k)
       continue;
     fprintf(o, "| %s | %s |", configs[k].name, configs[configs[k].base].name);
     for (int c = 0; c < NCELL; c++) {
@@ -552,7 +541,7 @@ static int run_rounds(struct bench *b)
 
 /* The configurations --focus compares, glibc first. */
 static const int focus_configs[] = {CFG_GLIBC, CFG_CULPERT_OFF, CFG_CULPERT_512K_FP,
-                                    CFG_CULPERT_512K_UNWIND, CFG_CULPERT_512K_MARKS};
+                                    CFG_CULPERT_512K_UNWIND};
 #define NFOCUS (int)(sizeof focus_configs / sizeof focus_configs[0])
 
 /* --focus: only one cell, the same rotation as run_rounds. */
@@ -1102,8 +1091,6 @@ int main(int argc, char **argv)
       b->have[k] = have_je;
     if (configs[k].heaptrack)
       b->have[k] = on_path("heaptrack") && b->opt.heaptrack_reps > 0;
-    if (configs[k].focus_only && b->opt.focus < 0)
-      b->have[k] = 0;
   }
   b->have_valgrind = on_path("valgrind");
   b->extra_ir[1] = b->extra_dw[1] = NAN;

@@ -127,46 +127,6 @@ realloc_aligned)
   expect_totals r.pb.gz handle_request/resize "3 4300 1 4000 3"
   expect_totals r.pb.gz aligned "9 13456 9 13456 9"
   ;;
-marks)
-  # CULPERT_MARKS=1: sampled blocks carry a mark when glibc allocates
-  # (src/malloc.c); what the program sees of them is checked by wl_marks
-  out=$(CULPERT_MARKS=1 CULPERT_SAMPLE_RATE=0 CULPERT_QUIET=1 CULPERT_OUTPUT="$work/m.pb.gz" \
-    run_pre "$BIN/wl_marks" 2>&1) || fail "wl_marks: $out"
-  expect_line "$out" '^marked=1$' "sampled block marked"
-  expect_line "$out" '^failures=0$' "marked blocks"
-  expect_line "$(profile m.pb.gz)" '^comment culpert.marks=1$' "profile says marks"
-  out=$(CULPERT_MARKS=1 CULPERT_SAMPLE_RATE=1T CULPERT_QUIET=1 run_pre "$BIN/wl_marks" 2>&1) ||
-    fail "wl_marks: $out"
-  expect_line "$out" '^marked=0$' "unsampled block not marked"
-  expect_line "$out" '^lookalikes=[1-9]' "blocks below the magic by chance"
-  expect_line "$out" '^failures=0$' "unmarked blocks"
-  # the same exact profile and in-use totals with marks, threads included
-  CULPERT_MARKS=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/mb.pb.gz" run_pre "$BIN/wl_basic" \
-    >out 2>err || fail "wl_basic failed with CULPERT_MARKS=1: $(cat out err)"
-  expect_totals mb.pb.gz handle_request/parse "100 100000 40 40000 100"
-  expect_totals mb.pb.gz handle_request/resize "3 4300 1 4000 3"
-  expect_totals mb.pb.gz aligned "9 13456 9 13456 9"
-  out=$(CULPERT_MARKS=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/mt.pb.gz" \
-    run_pre "$BIN/wl_threads" 2>err) || fail "wl_threads failed with CULPERT_MARKS=1: $(cat err)"
-  expect_totals mt.pb.gz pool/job "200 400000 0 0 200"
-  expect_totals mt.pb.gz churn "2000 200000 0 0 2000"
-  # off by default: no mark, the profile says so, and a library loaded
-  # with RTLD_DEEPBIND may free the program's blocks with glibc's free
-  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_QUIET=1 CULPERT_OUTPUT="$work/nm.pb.gz" \
-    run_pre "$BIN/wl_marks" 2>&1) || fail "wl_marks: $out"
-  expect_line "$out" '^marked=0$' "no marks by default"
-  expect_line "$out" '^failures=0$' "wl_marks without marks"
-  expect_line "$(profile nm.pb.gz)" '^comment culpert.marks=0$' "profile says no marks"
-  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_QUIET=1 run_pre "$BIN/wl_marks" --deepbind "$PLUGIN" 2>&1) ||
-    fail "RTLD_DEEPBIND library freeing sampled blocks: $out"
-  expect_line "$out" '^deepbind=ok$' "RTLD_DEEPBIND"
-  if [ -n "${JEMALLOC:-}" ] && [ -f "$JEMALLOC" ]; then
-    out=$(CULPERT_MARKS=1 CULPERT_SAMPLE_RATE=0 CULPERT_QUIET=1 LD_PRELOAD="$LIB $JEMALLOC" \
-      "$BIN/wl_marks" --not-glibc 2>&1) || fail "wl_marks on jemalloc: $out"
-    expect_line "$out" '^marked=0$' "no marks on jemalloc"
-    expect_line "$out" '^failures=0$' "wl_marks on jemalloc"
-  fi
-  ;;
 errno)
   # a tiny rate samples most calls: errno, alignment and zeroing still hold
   out=$(CULPERT_SAMPLE_RATE=16 CULPERT_QUIET=1 run_pre "$BIN/wl_basic") || fail "wl_basic: $out"
