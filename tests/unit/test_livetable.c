@@ -82,6 +82,10 @@ static void test_livetable_reinsert_updates(void **state)
   assert_false(culpert__filter_test(fake(5)));
 }
 
+/* The filter's granule and the window after which slots repeat. */
+#define GRANULE ((uintptr_t)1 << CULPERT__FILTER_SHIFT)
+#define WINDOW  ((uintptr_t)1 << (CULPERT__FILTER_SHIFT + CULPERT__FILTER_BITS))
+
 /* Unsampled pointers rarely hit the filter: with 1000 live sampled
  * pointers, under 1% of 100000 other pointers are flagged. The others lie
  * half the filter's window away from the first sampled one, so that they
@@ -96,8 +100,7 @@ static void test_livetable_filter_false_positives_rare(void **state)
     held[i] = malloc(64);
     assert_int_equal(culpert__live_insert(held[i], &v), 0);
   }
-  const uintptr_t window = (uintptr_t)1 << (CULPERT__FILTER_SHIFT + CULPERT__FILTER_BITS);
-  uintptr_t far = (uintptr_t)held[0] + window / 2;
+  uintptr_t far = (uintptr_t)held[0] + WINDOW / 2;
   int hits = 0;
   for (uintptr_t i = 0; i < 100000; i++)
     hits += culpert__filter_test((void *)(far + i * 48u));
@@ -108,10 +111,6 @@ static void test_livetable_filter_false_positives_rare(void **state)
     free(held[i]);
   }
 }
-
-/* The filter's granule and the window after which slots repeat. */
-#define GRANULE ((uintptr_t)1 << CULPERT__FILTER_SHIFT)
-#define WINDOW  ((uintptr_t)1 << (CULPERT__FILTER_SHIFT + CULPERT__FILTER_BITS))
 
 /* Pointers that differ only in their high bits share a filter slot: the
  * filter must keep flagging each one while it is live, however the others
