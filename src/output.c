@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,8 +41,35 @@ static char exe_name[256];
  * writes where it was started. */
 static char start_dir[CULPERT__PATH_MAX];
 
+/* The file on stderr when culpert started: messages go there only while
+ * fd 2 is still that file. A program that closed its stderr may have
+ * reopened fd 2 as one of its own files (a log, a database), and a line
+ * from culpert in it would change the program's output. */
+static struct {
+  int known;
+  dev_t dev;
+  ino_t ino;
+} start_stderr;
+
+static void note_stderr(void)
+{
+  struct stat st;
+  start_stderr.known = fstat(STDERR_FILENO, &st) == 0;
+  start_stderr.dev = start_stderr.known ? st.st_dev : 0;
+  start_stderr.ino = start_stderr.known ? st.st_ino : 0;
+}
+
+static int stderr_unchanged(void)
+{
+  struct stat st;
+  return start_stderr.known && fstat(STDERR_FILENO, &st) == 0 && st.st_dev == start_stderr.dev &&
+         st.st_ino == start_stderr.ino;
+}
+
 static void say_v(int fd, const char *fmt, va_list ap)
 {
+  if (fd == STDERR_FILENO && !stderr_unchanged())
+    return;
   char line[2 * CULPERT__PATH_MAX + 256];
   int n = snprintf(line, sizeof line, "culpert: ");
   int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
@@ -204,6 +232,7 @@ void culpert__init(void)
   pthread_mutex_lock(&init_lock);
   if (atomic_load(&culpert__ready))
     goto out;
+  note_stderr();
   culpert__config_load(&culpert__cfg, env_get, STDERR_FILENO);
   uint64_t seed = culpert__cfg.seed;
   if (!culpert__cfg.has_seed) {

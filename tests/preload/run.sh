@@ -362,6 +362,12 @@ quiet_and_names)
   CULPERT_QUIET=1 run_pre "$BIN/wl_basic" --chdir / >out 2>err || fail "wl_basic --chdir failed"
   [ "$(ls culpert.wl_basic.*.pb.gz 2>/dev/null | wc -l)" -eq 1 ] ||
     fail "profile not in the start-up directory after chdir: $(cat err)"
+  # A program that closed its stderr and opened a file of its own as fd 2:
+  # the profile is written, and culpert's line stays out of that file.
+  CULPERT_OUTPUT="$work/s.pb.gz" run_pre "$BIN/wl_basic" --stderr-to "$work/data" >out 2>err ||
+    fail "wl_basic --stderr-to failed: $(cat out)"
+  [ "$(cat data)" = "program data" ] || fail "the program's file on fd 2 changed: $(cat data)"
+  [ -f s.pb.gz ] || fail "no profile after the program replaced its stderr"
   ;;
 symbols)
   # CULPERT_SYMBOLS=names: function names from the symbol tables, no line

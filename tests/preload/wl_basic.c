@@ -9,9 +9,12 @@
  * and the comments culpert.span_overflow=6, culpert.span_underflow=1.
  * It also checks errno preservation, alignment and zeroing itself, and
  * with "--snapshot PATH" writes a snapshot before exiting; with
- * "--chdir DIR" it changes directory before exiting.
+ * "--chdir DIR" it changes directory before exiting; with "--stderr-to
+ * FILE" it closes its stderr and writes a line to FILE, opened as fd 2,
+ * before exiting (as a program that reuses the descriptor for its data).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -149,6 +152,12 @@ int main(int argc, char **argv)
   }
   if (argc == 3 && strcmp(argv[1], "--chdir") == 0)
     CHECK(chdir(argv[2]) == 0);
+  if (argc == 3 && strcmp(argv[1], "--stderr-to") == 0) {
+    close(STDERR_FILENO);
+    int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd == STDERR_FILENO);
+    CHECK(write(fd, "program data\n", 13) == 13);
+  }
   printf("failures=%d\n", failures);
   return failures != 0;
 }
