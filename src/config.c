@@ -31,6 +31,28 @@ static int parse_u64(const char *s, uint64_t *out)
   return 0;
 }
 
+/* A duration: a number of seconds, or of minutes or hours with an "m" or
+ * "h" after it ("s" is allowed too). At most a week. */
+static int parse_seconds(const char *s, uint32_t *out)
+{
+  char *end;
+  if (*s < '0' || *s > '9')
+    return -1;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  unsigned long long unit = 1;
+  if (*end == 'm')
+    unit = 60;
+  else if (*end == 'h')
+    unit = 3600;
+  else if (*end != 's' && *end != '\0')
+    return -1;
+  if (errno != 0 || (*end != '\0' && end[1] != '\0') || v > 7ull * 24 * 3600 / unit)
+    return -1;
+  *out = (uint32_t)(v * unit);
+  return 0;
+}
+
 static int key_char(char c)
 {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -120,6 +142,14 @@ void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int
   c->no_children = v != NULL && *v != '\0' && strcmp(v, "0") != 0;
   v = get("CULPERT_OUTPUT");
   c->output = (v != NULL && *v != '\0') ? v : NULL;
+  v = get("CULPERT_INTERVAL");
+  if (v != NULL && *v != '\0' && parse_seconds(v, &c->interval) != 0) {
+    culpert__say_fd(warn_fd,
+                    "CULPERT_INTERVAL=%s is not a duration (like 60, 30s, 5m or 1h, at most a "
+                    "week); the profile is written at exit only",
+                    v);
+    c->interval = 0;
+  }
   v = get("CULPERT_METADATA");
   if (v != NULL && load_metadata(c, v) > 0)
     culpert__say_fd(warn_fd,

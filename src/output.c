@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,10 @@
 atomic_int culpert__ready;
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Serialises writing profile files: the exit profile, CULPERT_INTERVAL's
+ * and culpert_snapshot_write's, so that two never share a temporary file
+ * and an older profile never replaces a newer one. */
+static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 static long pid;
 static int is_child;
 static int64_t start_nanos;
@@ -134,6 +139,8 @@ static void find_exe_name(void)
 
 /* ---------------------------------------------------------------- fork */
 
+static void interval_start(void);
+
 /* Fork with other threads inside culpert: hold both locks across fork()
  * so the child never inherits one held by a thread that no longer exists. */
 static void fork_prepare(void)
@@ -158,6 +165,9 @@ static void fork_parent(void)
  * its own file. */
 static void fork_child(void)
 {
+  /* Not taken across fork: a profile the parent is writing is the
+   * parent's; the child writes its own file. */
+  pthread_mutex_init(&write_lock, NULL);
   culpert__live_reinit_lock();
   culpert__record_reinit_lock();
   culpert__stack_reinit_lock();
@@ -168,6 +178,7 @@ static void fork_child(void)
   pid = (long)getpid();
   is_child = 1;
   start_nanos = now_nanos();
+  interval_start();
   culpert__tls.guard--;
 }
 
@@ -257,6 +268,7 @@ void culpert__init(void)
   }
   atomic_store(&culpert__running, 1);
   atomic_store(&culpert__ready, 1);
+  interval_start();
 out:
   pthread_mutex_unlock(&init_lock);
 }
@@ -415,7 +427,14 @@ static int write_all(int fd, const unsigned char *buf, size_t len)
   return 0;
 }
 
-int culpert__output_write_file(const char *path)
+/* What write_file says on stderr when it succeeds: nothing, the usual
+ * line, or the line with CULPERT_INTERVAL's note. */
+enum say_ok { OK_SILENT, OK_SAY, OK_SAY_PERIODIC };
+
+/* Encode the profile and put it at `path` through a temporary file and a
+ * rename; a failure is reported when say_failure is set. The caller holds
+ * write_lock. */
+static int write_file(const char *path, enum say_ok say_ok, int say_failure)
 {
   unsigned char *buf = NULL;
   size_t len = 0;
@@ -443,12 +462,39 @@ int culpert__output_write_file(const char *path)
   if (rc != 0)
     unlink(tmp);
 out:
-  if (rc == 0 && !culpert__cfg.quiet)
+  if (rc == 0 && !culpert__cfg.quiet && say_ok == OK_SAY)
     culpert__say("wrote profile to %s (%llu samples)", path, (unsigned long long)nsamples);
-  else if (rc != 0)
+  else if (rc == 0 && !culpert__cfg.quiet && say_ok == OK_SAY_PERIODIC)
+    culpert__say("wrote profile to %s (%llu samples); rewriting it every %u s", path,
+                 (unsigned long long)nsamples, (unsigned)culpert__cfg.interval);
+  else if (rc != 0 && say_failure)
     culpert__say("cannot write profile %s: %s", path, strerror(-rc));
   free(buf);
   return rc;
+}
+
+int culpert__output_write_file(const char *path)
+{
+  pthread_mutex_lock(&write_lock);
+  int rc = write_file(path, OK_SAY, 1);
+  pthread_mutex_unlock(&write_lock);
+  return rc;
+}
+
+/* The exit profile's path: CULPERT_OUTPUT expanded, relative names
+ * anchored at the start-up directory. */
+static int exit_path(char *path, size_t n)
+{
+  size_t at = 0;
+  const char *tmpl = culpert__cfg.output;
+  if ((tmpl == NULL || tmpl[0] != '/') && start_dir[0] != '\0') {
+    at = strlen(start_dir);
+    if (at + 1 >= n)
+      return -ENAMETOOLONG;
+    memcpy(path, start_dir, at);
+    path[at++] = '/';
+  }
+  return culpert__config_output_path(tmpl, pid, exe_name, is_child, path + at, n - at);
 }
 
 void culpert__output_at_exit(void)
@@ -463,20 +509,74 @@ void culpert__output_at_exit(void)
     return; /* already written (a second destructor run) */
   t->guard++;
   int saved = errno;
-  size_t at = 0;
-  const char *tmpl = culpert__cfg.output;
-  if ((tmpl == NULL || tmpl[0] != '/') && start_dir[0] != '\0') {
-    at = strlen(start_dir);
-    memcpy(path, start_dir, at);
-    path[at++] = '/';
-  }
-  if (culpert__config_output_path(tmpl, pid, exe_name, is_child, path + at, sizeof path - at) != 0)
+  if (exit_path(path, sizeof path) != 0) {
     culpert__say("CULPERT_OUTPUT expands to a path longer than %u bytes; no profile written",
                  CULPERT__PATH_MAX);
-  else
-    culpert__output_write_file(path);
+  } else {
+    pthread_mutex_lock(&write_lock); /* after a periodic write in progress */
+    write_file(path, OK_SAY, 1);
+    pthread_mutex_unlock(&write_lock);
+  }
   errno = saved;
   t->guard--;
+}
+
+/* ---------------------------------------------------------------- interval */
+
+/*
+ * CULPERT_INTERVAL: a thread that rewrites the exit profile's file every
+ * so many seconds, for programs that never exit normally (a service
+ * stopped with SIGKILL, or by a signal it does not handle): the file then
+ * holds what the last write saw. Started at start-up and again in each
+ * fork child (which writes its own file); an exec'd program starts its
+ * own. All signals stay blocked in it, so none of the program's handlers
+ * ever runs there, and its allocations (the writer's) are never sampled.
+ */
+static void *interval_main(void *arg)
+{
+  (void)arg;
+  char path[2 * CULPERT__PATH_MAX];
+  culpert__tls.guard++;
+  if (exit_path(path, sizeof path) != 0)
+    return NULL; /* the exit profile will say so */
+  /* Said once: the first success, and the first failure after a success
+   * (or at the start). */
+  int announced = 0, last_ok = 1;
+  struct timespec next;
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  for (;;) {
+    next.tv_sec += culpert__cfg.interval;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+      ;
+    pthread_mutex_lock(&write_lock);
+    int stop = !atomic_load(&culpert__running); /* the exit profile is written or on its way */
+    int rc = stop ? 0 : write_file(path, announced ? OK_SILENT : OK_SAY_PERIODIC, last_ok);
+    pthread_mutex_unlock(&write_lock);
+    if (stop)
+      return NULL;
+    announced |= rc == 0;
+    last_ok = rc == 0;
+  }
+}
+
+static void interval_start(void)
+{
+  if (culpert__cfg.interval == 0)
+    return;
+  pthread_t th;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = pthread_create(&th, NULL, interval_main, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) {
+    culpert__say("cannot start the CULPERT_INTERVAL thread: %s; the profile is written at exit "
+                 "only",
+                 strerror(rc));
+    return;
+  }
+  pthread_setname_np(th, "culpert");
+  pthread_detach(th);
 }
 
 /* ---------------------------------------------------------------- public API */

@@ -398,6 +398,56 @@ bad_env)
   expect_line "$(cat out)" '^failures=0$' "unwritable output"
   expect_line "$(cat err)" '^culpert: cannot write profile /nonexistent/dir/x.pb.gz' "stderr"
   ;;
+interval)
+  # CULPERT_INTERVAL=1: the exit profile's file is rewritten every second,
+  # so a program killed by SIGKILL leaves a complete profile; one line on
+  # stderr however many rewrites. Then the same in a fork child, which
+  # writes its own file.
+  # wait_for FILE: until FILE exists (10 s at most)
+  wait_for() {
+    for _ in $(seq 100); do [ -f "$1" ] && return 0; sleep 0.1; done
+    return 1
+  }
+  # (env execs the program, so $! is the program's pid.)
+  CULPERT_INTERVAL=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/i.pb.gz" \
+    env LD_PRELOAD="$LIB" "$BIN/wl_basic" --hang >out 2>err &
+  prog=$!
+  wait_for i.pb.gz || fail "no profile 10 s into a run with CULPERT_INTERVAL=1"
+  sleep 2.5 # two more rewrites
+  kill -9 "$prog"
+  wait "$prog" 2>/dev/null
+  expect_totals i.pb.gz handle_request/parse "100 100000 40 40000 100"
+  expect_line "$(profile i.pb.gz)" '^comment culpert.span_overflow=6$' "span counts"
+  expect_line "$(cat err)" "^culpert: wrote profile to $work/i.pb.gz \\([0-9]+ samples\\); rewriting it every 1 s$" "stderr"
+  [ "$(grep -c . err)" -eq 1 ] || fail "want one stderr line for all rewrites: $(cat err)"
+  [ -z "$(ls i.pb.gz.tmp.* 2>/dev/null)" ] || fail "temporary files left: $(ls)"
+  expect_line "$(cat out)" '^failures=0$' "program's own checks"
+  CULPERT_INTERVAL=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/f.pb.gz" \
+    env LD_PRELOAD="$LIB" "$BIN/wl_basic" --fork-hang >out 2>err &
+  prog=$!
+  child=
+  for _ in $(seq 100); do
+    child=$(ls f.pb.gz.* 2>/dev/null | grep -v tmp | head -1)
+    [ -n "$child" ] && break
+    sleep 0.1
+  done
+  if [ -n "$child" ]; then
+    kill -9 "${child##*.}"
+    wait "$prog" || fail "wl_basic --fork-hang failed: $(cat out)"
+    expect_totals "$child" handle_request/parse "100 100000 40 40000 100"
+    # the parent, whose child was killed, exits and writes its exit profile
+    expect_line "$(cat err)" "^culpert: wrote profile to $work/f.pb.gz \\([0-9]+ samples\\)$" "parent's exit"
+  else
+    fail "no profile from the fork child 10 s into the run"
+    pkill -9 -P "$prog"
+    wait "$prog"
+  fi
+  # A bad value: one warning, the exit profile only.
+  CULPERT_INTERVAL=soon CULPERT_OUTPUT="$work/b.pb.gz" run_pre "$BIN/wl_basic" >out 2>err ||
+    fail "wl_basic failed with a bad CULPERT_INTERVAL"
+  expect_line "$(cat err)" '^culpert: CULPERT_INTERVAL=soon is not a duration' "bad value"
+  expect_line "$(cat err)" "^culpert: wrote profile to $work/b.pb.gz \\([0-9]+ samples\\)$" "exit profile"
+  ;;
 install)
   # cmake --install gives lib/libculpert.so, include/culpert.h, a
   # relocatable pkg-config file and find_package(culpert) -> culpert::culpert.

@@ -11,7 +11,10 @@
  * with "--snapshot PATH" writes a snapshot before exiting; with
  * "--chdir DIR" it changes directory before exiting; with "--stderr-to
  * FILE" it closes its stderr and writes a line to FILE, opened as fd 2,
- * before exiting (as a program that reuses the descriptor for its data).
+ * before exiting (as a program that reuses the descriptor for its data);
+ * with "--hang" it waits, after its work, until a signal kills it (as a
+ * service stopped by SIGKILL), and with "--fork-hang" its fork child does
+ * the same work and waits too (the parent waits for the child).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "culpert.h"
@@ -135,6 +139,17 @@ static void errno_kept(void)
 
 int main(int argc, char **argv)
 {
+  int hang = argc == 2 && strcmp(argv[1], "--hang") == 0;
+  if (argc == 2 && strcmp(argv[1], "--fork-hang") == 0) {
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child > 0) {
+      int status;
+      CHECK(waitpid(child, &status, 0) == child);
+      return failures != 0;
+    }
+    hang = 1;
+  }
   handle_request();
   aligned();
   errno_kept();
@@ -159,5 +174,10 @@ int main(int argc, char **argv)
     CHECK(write(fd, "program data\n", 13) == 13);
   }
   printf("failures=%d\n", failures);
+  if (hang) {
+    fflush(stdout);
+    for (;;)
+      pause();
+  }
   return failures != 0;
 }

@@ -56,6 +56,7 @@ static void test_config_defaults(void **state)
   assert_false(c.quiet);
   assert_false(c.no_children);
   assert_null(c.output);
+  assert_int_equal(c.interval, 0);
   assert_int_equal(c.nmeta, 0);
 }
 
@@ -78,6 +79,8 @@ static void test_config_values(void **state)
                                     "1",
                                     "CULPERT_SYMBOLS",
                                     "names",
+                                    "CULPERT_INTERVAL",
+                                    "5m",
                                     NULL};
   struct culpert__config c;
   char warn[1024];
@@ -92,6 +95,7 @@ static void test_config_values(void **state)
   assert_true(c.no_children);
   assert_string_equal(c.output, "/tmp/x.%p.pb.gz");
   assert_true(c.names_only);
+  assert_int_equal(c.interval, 300);
 }
 
 static void test_config_bad_values_warn_and_default(void **state)
@@ -107,6 +111,8 @@ static void test_config_bad_values_warn_and_default(void **state)
                                     "x1",
                                     "CULPERT_SYMBOLS",
                                     "lines",
+                                    "CULPERT_INTERVAL",
+                                    "10 minutes",
                                     NULL};
   struct culpert__config c;
   char warn[2048];
@@ -120,12 +126,44 @@ static void test_config_bad_values_warn_and_default(void **state)
   assert_non_null(strstr(warn, "CULPERT_STACK_DEPTH=0"));
   assert_non_null(strstr(warn, "CULPERT_SEED=x1"));
   assert_non_null(strstr(warn, "CULPERT_SYMBOLS=lines"));
+  assert_non_null(strstr(warn, "CULPERT_INTERVAL=10 minutes"));
   assert_false(c.names_only);
+  assert_int_equal(c.interval, 0);
   /* one line per bad variable */
   int lines = 0;
   for (const char *p = warn; *p; p++)
     lines += *p == '\n';
-  assert_int_equal(lines, 5);
+  assert_int_equal(lines, 6);
+}
+
+static void test_config_interval(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *text;
+    uint32_t seconds; /* 0: rejected */
+  } cases[] = {{"60", 60},
+               {"30s", 30},
+               {"5m", 300},
+               {"1h", 3600},
+               {"0", 0},
+               {"168h", 604800},
+               {"169h", 0},
+               {"1d", 0},
+               {"m", 0},
+               {"-5", 0},
+               {"5ms", 0},
+               {"1.5h", 0},
+               {"99999999999999999999", 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *env[] = {"CULPERT_INTERVAL", cases[i].text, NULL};
+    struct culpert__config c;
+    char warn[512];
+    load(&c, env, warn, sizeof warn);
+    assert_int_equal(c.interval, cases[i].seconds);
+    int rejected = cases[i].seconds == 0 && strcmp(cases[i].text, "0") != 0;
+    assert_int_equal(strstr(warn, "CULPERT_INTERVAL") != NULL, rejected);
+  }
 }
 
 static void test_config_rate_zero_is_exact(void **state)
@@ -187,6 +225,7 @@ int main(void)
       cmocka_unit_test(test_config_defaults),
       cmocka_unit_test(test_config_values),
       cmocka_unit_test(test_config_bad_values_warn_and_default),
+      cmocka_unit_test(test_config_interval),
       cmocka_unit_test(test_config_rate_zero_is_exact),
       cmocka_unit_test(test_config_metadata),
       cmocka_unit_test(test_config_output_path),
