@@ -5,7 +5,9 @@
  * Finds libculpert.so next to this binary (installed layout or build tree,
  * or $CULPERT_LIB), runs PROGRAM with it prepended to LD_PRELOAD and the
  * collector's settings in its environment, forwards SIGINT/SIGTERM, waits,
- * and prints the tree report of the profile PROGRAM wrote. culpert's exit
+ * and prints the tree report of the profile PROGRAM wrote. PROGRAM gets
+ * CULPERT_WRITE_ON_SIGNAL=1 (unless the variable is already set), so a
+ * server stopped with Ctrl-C or SIGTERM still writes its profile. culpert's exit
  * status is PROGRAM's (128+N when signal N killed it); 2 when culpert itself
  * fails or PROGRAM wrote no profile although it succeeded.
  */
@@ -47,6 +49,10 @@ static void help(FILE *f)
              "                     (frame pointers; faster, needs -fno-omit-frame-pointer)\n"
              "  --no-report        do not print the report, only write the profile\n"
              "  -h, --help         show this help\n"
+             "\n"
+             "A PROGRAM ended by SIGINT (Ctrl-C), SIGTERM or SIGHUP that does not handle\n"
+             "the signal itself writes its profile first (CULPERT_WRITE_ON_SIGNAL=1, set\n"
+             "unless it is already in the environment; set it to 0 to turn it off).\n"
              "\n"
              "libculpert.so is looked for in $CULPERT_LIB, then next to this binary:\n"
              "<bindir>/../lib (an install) or <build>/src (the build tree).\n"
@@ -181,7 +187,8 @@ static void child(const struct run_opts *o, const char *lib, int fd)
   if (output_path(o->output, o->argv[0], getpid(), out, sizeof out) != 0 ||
       setenv("LD_PRELOAD", preload, 1) || setenv("CULPERT_OUTPUT", out, 1) ||
       (o->rate && setenv("CULPERT_SAMPLE_RATE", o->rate, 1)) ||
-      (o->stack && setenv("CULPERT_STACK", o->stack, 1)) || unsetenv("CULPERT_ROOT_PID")) {
+      (o->stack && setenv("CULPERT_STACK", o->stack, 1)) || unsetenv("CULPERT_ROOT_PID") ||
+      setenv("CULPERT_WRITE_ON_SIGNAL", "1", 0)) {
     err = errno ? errno : ENAMETOOLONG;
   } else {
     signal(SIGINT, SIG_DFL);

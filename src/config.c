@@ -140,6 +140,8 @@ void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int
   c->quiet = v != NULL && *v != '\0' && strcmp(v, "0") != 0;
   v = get("CULPERT_NO_CHILDREN");
   c->no_children = v != NULL && *v != '\0' && strcmp(v, "0") != 0;
+  v = get("CULPERT_WRITE_ON_SIGNAL");
+  c->write_on_signal = v != NULL && *v != '\0' && strcmp(v, "0") != 0;
   v = get("CULPERT_OUTPUT");
   c->output = (v != NULL && *v != '\0') ? v : NULL;
   v = get("CULPERT_INTERVAL");

@@ -92,6 +92,7 @@ struct culpert__config {
   int no_children;      /* CULPERT_NO_CHILDREN=1 */
   const char *output;   /* CULPERT_OUTPUT template, NULL when unset */
   uint32_t interval;    /* CULPERT_INTERVAL, seconds; 0 = the exit profile only */
+  int write_on_signal;  /* CULPERT_WRITE_ON_SIGNAL=1 */
   /* CULPERT_METADATA, validated, as "key=value" strings in meta_buf. */
   const char *meta[CULPERT__MAX_META];
   uint32_t nmeta;

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -139,7 +140,7 @@ static void find_exe_name(void)
 
 /* ---------------------------------------------------------------- fork */
 
-static void interval_start(void);
+static void thread_start(void);
 
 /* Fork with other threads inside culpert: hold both locks across fork()
  * so the child never inherits one held by a thread that no longer exists. */
@@ -178,7 +179,7 @@ static void fork_child(void)
   pid = (long)getpid();
   is_child = 1;
   start_nanos = now_nanos();
-  interval_start();
+  thread_start();
   culpert__tls.guard--;
 }
 
@@ -268,7 +269,7 @@ void culpert__init(void)
   }
   atomic_store(&culpert__running, 1);
   atomic_store(&culpert__ready, 1);
-  interval_start();
+  thread_start();
 out:
   pthread_mutex_unlock(&init_lock);
 }
@@ -521,62 +522,160 @@ void culpert__output_at_exit(void)
   t->guard--;
 }
 
-/* ---------------------------------------------------------------- interval */
+/* ------------------------------------------------------ culpert's thread */
 
 /*
- * CULPERT_INTERVAL: a thread that rewrites the exit profile's file every
- * so many seconds, for programs that never exit normally (a service
- * stopped with SIGKILL, or by a signal it does not handle): the file then
- * holds what the last write saw. Started at start-up and again in each
- * fork child (which writes its own file); an exec'd program starts its
- * own. All signals stay blocked in it, so none of the program's handlers
- * ever runs there, and its allocations (the writer's) are never sampled.
+ * A thread of culpert's own, started (at start-up, and again in each fork
+ * child, which writes its own file) only when CULPERT_INTERVAL or
+ * CULPERT_WRITE_ON_SIGNAL asks for it. All signals stay blocked in it, so
+ * none of the program's handlers ever runs there, and its allocations (the
+ * writer's) are never sampled. It lives as long as the process.
+ *
+ * CULPERT_INTERVAL: it rewrites the exit profile's file every so many
+ * seconds, for programs that never exit normally (a service stopped with
+ * SIGKILL): the file then holds what the last rewrite saw.
+ *
+ * CULPERT_WRITE_ON_SIGNAL: SIGHUP, SIGINT and SIGTERM, where they would
+ * end the program (their action is the default at start-up), are caught
+ * by a handler that only wakes the thread (sem_post is async-signal-safe);
+ * the thread writes the exit profile and sends the signal again with its
+ * default action, so the program ends as it would have, a few
+ * milliseconds later. A program that installs its own handler replaces
+ * culpert's and exits its own way (and then writes the exit profile). A
+ * signal two seconds or more after the first, the profile still being
+ * written, ends the program at once.
  */
-static void *interval_main(void *arg)
+static sem_t wake;
+static atomic_int caught;       /* the first signal caught, 0 = none */
+static atomic_int thread_alive; /* the thread runs in this process */
+static const int ending_signals[] = {SIGHUP, SIGINT, SIGTERM};
+
+/* Seconds on CLOCK_MONOTONIC (async-signal-safe). */
+static int64_t monotonic_seconds(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec;
+}
+
+static _Atomic int64_t caught_at; /* when `caught` was set, monotonic seconds; 0 = not yet */
+
+static void on_ending_signal(int sig)
+{
+  int saved = errno;
+  int none = 0;
+  int64_t now = monotonic_seconds();
+  if (atomic_load(&thread_alive) && atomic_compare_exchange_strong(&caught, &none, sig)) {
+    atomic_store(&caught_at, now);
+    sem_post(&wake);
+  } else if (!atomic_load(&thread_alive) ||
+             (atomic_load(&caught_at) != 0 && now - atomic_load(&caught_at) >= 2)) {
+    /* No thread to write, or a signal again well after the first (the
+     * writing is stuck, or the user insists): the default action, now.
+     * The signal is blocked while this runs, so it ends the program when
+     * the handler returns. The same signal sent twice at once (to the
+     * process and to its group) is taken as one. */
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+  errno = saved;
+}
+
+static void catch_ending_signals(void)
+{
+  for (size_t i = 0; i < sizeof ending_signals / sizeof ending_signals[0]; i++) {
+    struct sigaction old, sa;
+    if (sigaction(ending_signals[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+        old.sa_handler != SIG_DFL)
+      continue; /* ignored or handled by the program: none of culpert's business */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_ending_signal;
+    sa.sa_flags = SA_RESTART;
+    sigfillset(&sa.sa_mask);
+    sigaction(ending_signals[i], &sa, NULL);
+  }
+}
+
+/* The program was sent `sig`: write the exit profile, then let the signal
+ * end the program, unless the program has put a handler of its own in
+ * culpert's place meanwhile. */
+static void end_by_signal(int sig)
+{
+  culpert__output_at_exit();
+  pthread_mutex_lock(&write_lock); /* an exit profile being written elsewhere finishes first */
+  struct sigaction cur;
+  if (sigaction(sig, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+      cur.sa_handler == on_ending_signal) {
+    signal(sig, SIG_DFL);
+    kill(getpid(), sig);
+  }
+  pthread_mutex_unlock(&write_lock);
+}
+
+static void *culpert_thread(void *arg)
 {
   (void)arg;
   char path[2 * CULPERT__PATH_MAX];
   culpert__tls.guard++;
+  uint32_t interval = culpert__cfg.interval;
   if (exit_path(path, sizeof path) != 0)
-    return NULL; /* the exit profile will say so */
+    interval = 0; /* the exit profile will say why */
   /* Said once: the first success, and the first failure after a success
    * (or at the start). */
   int announced = 0, last_ok = 1;
   struct timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
+  next.tv_sec += interval;
   for (;;) {
-    next.tv_sec += culpert__cfg.interval;
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
-      ;
+    int r = interval != 0 ? sem_clockwait(&wake, CLOCK_MONOTONIC, &next) : sem_wait(&wake);
+    int sig = atomic_load(&caught);
+    if (sig != 0) {
+      end_by_signal(sig);
+      interval = 0; /* the program carries on only if it caught the signal itself */
+      continue;
+    }
+    if (r == 0 || errno != ETIMEDOUT)
+      continue;
+    next.tv_sec += interval;
     pthread_mutex_lock(&write_lock);
     int stop = !atomic_load(&culpert__running); /* the exit profile is written or on its way */
     int rc = stop ? 0 : write_file(path, announced ? OK_SILENT : OK_SAY_PERIODIC, last_ok);
     pthread_mutex_unlock(&write_lock);
     if (stop)
-      return NULL;
+      interval = 0;
     announced |= rc == 0;
     last_ok = rc == 0;
   }
+  return NULL;
 }
 
-static void interval_start(void)
+/* Start culpert's thread when a setting needs it (at start-up, and in a
+ * fork child, where the parent's thread does not exist). */
+static void thread_start(void)
 {
-  if (culpert__cfg.interval == 0)
+  atomic_store(&thread_alive, 0);
+  atomic_store(&caught, 0);
+  atomic_store(&caught_at, 0);
+  if (culpert__cfg.interval == 0 && !culpert__cfg.write_on_signal)
     return;
+  sem_init(&wake, 0, 0);
   pthread_t th;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_create(&th, NULL, interval_main, NULL);
+  int rc = pthread_create(&th, NULL, culpert_thread, NULL);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {
-    culpert__say("cannot start the CULPERT_INTERVAL thread: %s; the profile is written at exit "
-                 "only",
+    culpert__say("cannot start a thread for CULPERT_INTERVAL or CULPERT_WRITE_ON_SIGNAL: %s; the "
+                 "profile is written at exit only",
                  strerror(rc));
     return;
   }
   pthread_setname_np(th, "culpert");
   pthread_detach(th);
+  atomic_store(&thread_alive, 1);
+  if (culpert__cfg.write_on_signal)
+    catch_ending_signals();
 }
 
 /* ---------------------------------------------------------------- public API */

@@ -45,7 +45,8 @@ has out "CULPERT_SAMPLE_RATE=524288" || fail "--rate 512KiB not passed as 524288
 has out "CULPERT_STACK=fp" || fail "--stack fp not passed: $(grep STACK out)"
 # An inherited CULPERT_ROOT_PID would make PROGRAM think it is a child.
 grep -qx "CULPERT_ROOT_PID=1" out && fail "CULPERT_ROOT_PID from culpert's environment reached PROGRAM"
-[ "$(grep -c . out)" -eq 5 ] || fail "--no-report printed a report: $(cat out)"
+has out "CULPERT_WRITE_ON_SIGNAL=1" || fail "CULPERT_WRITE_ON_SIGNAL not set: $(cat out)"
+[ "$(grep -c . out)" -eq 6 ] || fail "--no-report printed a report: $(cat out)"
 
 # 4. Default file name culpert.<program>.<pid>.pb.gz in the current directory.
 "$culpert" run --no-report -- "$workload" >out 2>err
@@ -53,17 +54,27 @@ n=$(ls culpert.run_workload.*.pb.gz 2>/dev/null | wc -l)
 [ "$n" -eq 1 ] || fail "default profile name: $(ls)"
 [ -s out ] && fail "--no-report printed: $(cat out)"
 
-# 5. SIGTERM to culpert reaches PROGRAM; culpert exits 128+15.
-"$culpert" run -o d.pb.gz -- "$workload" wait "$tmp/ready" >out 2>err &
-pid=$!
-i=0
-while [ ! -e ready ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-[ -e ready ] || fail "workload never started"
-kill -TERM $pid
-wait $pid
-rc=$?
-[ $rc -eq 143 ] || fail "SIGTERM: culpert exited $rc, want 143"
-has err "exited with status 143 and wrote no profile" || fail "SIGTERM: no note: $(cat err)"
+# 5. SIGTERM to culpert reaches PROGRAM, which writes its profile before the
+#    signal ends it: the report is printed and culpert exits 128+15. With
+#    CULPERT_WRITE_ON_SIGNAL=0 it writes none, and culpert says so.
+for mode in 1 0; do
+  rm -f ready d.pb.gz
+  CULPERT_WRITE_ON_SIGNAL=$mode "$culpert" run --rate 0 -o d.pb.gz -- "$workload" wait "$tmp/ready" >out 2>err &
+  pid=$!
+  i=0
+  while [ ! -e ready ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+  [ -e ready ] || fail "workload never started"
+  kill -TERM $pid
+  wait $pid
+  rc=$?
+  [ $rc -eq 143 ] || fail "SIGTERM ($mode): culpert exited $rc, want 143"
+  if [ $mode = 1 ]; then
+    [ -f d.pb.gz ] || fail "SIGTERM: no profile written: $(cat err)"
+    has out "handle_batch" || fail "SIGTERM: no report: $(cat out)"
+  else
+    has err "exited with status 143 and wrote no profile" || fail "SIGTERM: no note: $(cat err)"
+  fi
+done
 
 # 6. A static binary writes no profile although it succeeds: exit 2.
 "$culpert" run -o e.pb.gz -- "$static" >out 2>err

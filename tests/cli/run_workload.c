@@ -51,8 +51,9 @@ static void flush_output(void)
 int main(int argc, char **argv)
 {
   if (argc > 1 && strcmp(argv[1], "env") == 0) {
-    static const char *const vars[] = {"LD_PRELOAD", "CULPERT_OUTPUT", "CULPERT_SAMPLE_RATE",
-                                       "CULPERT_STACK", "CULPERT_ROOT_PID"};
+    static const char *const vars[] = {"LD_PRELOAD",          "CULPERT_OUTPUT",
+                                       "CULPERT_SAMPLE_RATE", "CULPERT_STACK",
+                                       "CULPERT_ROOT_PID",    "CULPERT_WRITE_ON_SIGNAL"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
       const char *v = getenv(vars[i]);
       printf("%s=%s\n", vars[i], v ? v : "(unset)");

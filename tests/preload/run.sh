@@ -448,6 +448,65 @@ interval)
   expect_line "$(cat err)" '^culpert: CULPERT_INTERVAL=soon is not a duration' "bad value"
   expect_line "$(cat err)" "^culpert: wrote profile to $work/b.pb.gz \\([0-9]+ samples\\)$" "exit profile"
   ;;
+write_on_signal)
+  # CULPERT_WRITE_ON_SIGNAL=1: SIGINT, SIGTERM and SIGHUP still end the
+  # program by the signal, after the exit profile is written; a program's
+  # own handler is left alone; without the variable nothing changes.
+  # run_until_ready NAME ARGS...: start wl_basic in the background
+  # (prog=pid) and wait until it has done its work. A shell without job
+  # control starts background commands with SIGINT ignored: give it back
+  # its default action.
+  run_until_ready() {
+    local name=$1
+    shift
+    env --default-signal=INT LD_PRELOAD="$LIB" CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/$name.pb.gz" \
+      "$BIN/wl_basic" "$@" >"$name.out" 2>"$name.err" &
+    prog=$!
+    for _ in $(seq 100); do grep -q '^failures=' "$name.out" && return 0; sleep 0.1; done
+    fail "$name: wl_basic did not get ready in 10 s"
+  }
+  for sig in INT TERM HUP; do
+    CULPERT_WRITE_ON_SIGNAL=1 run_until_ready "s$sig" --hang
+    kill -s "$sig" "$prog"
+    wait "$prog"
+    rc=$?
+    [ "$rc" -eq $((128 + $(kill -l "$sig"))) ] || fail "SIG$sig: exit status $rc, want death by the signal"
+    expect_totals "s$sig.pb.gz" handle_request/parse "100 100000 40 40000 100"
+    expect_line "$(cat "s$sig.err")" "^culpert: wrote profile to $work/s$sig.pb.gz \\([0-9]+ samples\\)$" "SIG$sig stderr"
+  done
+  # the same signal twice at once (to the process and to its group, say)
+  # counts as one: the profile is still written
+  CULPERT_WRITE_ON_SIGNAL=1 run_until_ready twice --hang
+  kill -s TERM "$prog"
+  kill -s TERM "$prog"
+  wait "$prog"
+  rc=$?
+  [ "$rc" -eq 143 ] || fail "SIGTERM twice: exit status $rc"
+  expect_totals twice.pb.gz handle_request/parse "100 100000 40 40000 100"
+  # without the variable: the signal ends the program, no profile
+  run_until_ready plain --hang
+  kill -s INT "$prog"
+  wait "$prog"
+  rc=$?
+  [ "$rc" -eq 130 ] || fail "plain SIGINT: exit status $rc"
+  [ -f plain.pb.gz ] && fail "a profile was written on SIGINT without CULPERT_WRITE_ON_SIGNAL"
+  # the program's own handler runs; its normal exit writes the profile
+  CULPERT_WRITE_ON_SIGNAL=1 run_until_ready own --handle-int
+  kill -s INT "$prog"
+  wait "$prog" || fail "wl_basic --handle-int did not exit normally"
+  expect_line "$(cat own.out)" '^handled SIGINT$' "the program's handler"
+  expect_totals own.pb.gz handle_request/parse "100 100000 40 40000 100"
+  # an ignored signal stays ignored
+  (
+    trap '' HUP
+    CULPERT_WRITE_ON_SIGNAL=1 run_until_ready ign --hang
+    kill -s HUP "$prog"
+    sleep 0.5
+    kill -0 "$prog" 2>/dev/null || echo "gone" >ign.gone
+    kill -9 "$prog"
+  )
+  [ -f ign.gone ] && fail "an ignored SIGHUP ended the program"
+  ;;
 install)
   # cmake --install gives lib/libculpert.so, include/culpert.h, a
   # relocatable pkg-config file and find_package(culpert) -> culpert::culpert.

@@ -14,11 +14,14 @@
  * before exiting (as a program that reuses the descriptor for its data);
  * with "--hang" it waits, after its work, until a signal kills it (as a
  * service stopped by SIGKILL), and with "--fork-hang" its fork child does
- * the same work and waits too (the parent waits for the child).
+ * the same work and waits too (the parent waits for the child); with
+ * "--handle-int" it waits too, but handles SIGINT itself: it prints
+ * "handled SIGINT" and exits normally.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,9 +140,21 @@ static void errno_kept(void)
   }
 }
 
+static volatile sig_atomic_t interrupted;
+
+static void on_int(int sig)
+{
+  (void)sig;
+  interrupted = 1;
+}
+
 int main(int argc, char **argv)
 {
   int hang = argc == 2 && strcmp(argv[1], "--hang") == 0;
+  if (argc == 2 && strcmp(argv[1], "--handle-int") == 0) {
+    signal(SIGINT, on_int);
+    hang = 1;
+  }
   if (argc == 2 && strcmp(argv[1], "--fork-hang") == 0) {
     pid_t child = fork();
     CHECK(child >= 0);
@@ -176,8 +191,9 @@ int main(int argc, char **argv)
   printf("failures=%d\n", failures);
   if (hang) {
     fflush(stdout);
-    for (;;)
+    while (!interrupted)
       pause();
+    printf("handled SIGINT\n");
   }
   return failures != 0;
 }

@@ -57,6 +57,7 @@ static void test_config_defaults(void **state)
   assert_false(c.no_children);
   assert_null(c.output);
   assert_int_equal(c.interval, 0);
+  assert_false(c.write_on_signal);
   assert_int_equal(c.nmeta, 0);
 }
 
@@ -81,6 +82,8 @@ static void test_config_values(void **state)
                                     "names",
                                     "CULPERT_INTERVAL",
                                     "5m",
+                                    "CULPERT_WRITE_ON_SIGNAL",
+                                    "1",
                                     NULL};
   struct culpert__config c;
   char warn[1024];
@@ -96,6 +99,7 @@ static void test_config_values(void **state)
   assert_string_equal(c.output, "/tmp/x.%p.pb.gz");
   assert_true(c.names_only);
   assert_int_equal(c.interval, 300);
+  assert_true(c.write_on_signal);
 }
 
 static void test_config_bad_values_warn_and_default(void **state)
