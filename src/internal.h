@@ -505,6 +505,17 @@ extern atomic_int culpert__ready;
  */
 int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples);
 
+/*
+ * CULPERT_WRITE_ON_SIGNAL's handlers are hidden from the program:
+ * culpert__signal_hidden(sig) says whether culpert's handler stands in for
+ * sig's default action, and culpert__signal_intercept is sigaction() as
+ * the program should see it (the sigaction and signal wrappers in
+ * malloc.c call it for those signals). Async-signal-safe, like sigaction.
+ */
+struct sigaction;
+int culpert__signal_hidden(int sig);
+int culpert__signal_intercept(int sig, const struct sigaction *act, struct sigaction *old);
+
 /* culpert__output_at_exit: stop sampling, then write the exit profile
  * (destructor of libculpert.so). Other threads keep pass-through service. */
 void culpert__output_at_exit(void);

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -668,11 +669,54 @@ CULPERT__EXPORT size_t malloc_usable_size(void *p)
   return real.malloc_usable_size(p);
 }
 
+/* ---------------------------------------------------------------- signals */
+
+/*
+ * sigaction and signal, so that CULPERT_WRITE_ON_SIGNAL's handlers stay out
+ * of the program's sight (output.c): for a signal culpert's handler stands
+ * in for, the program reads the default action and may set its own
+ * handler, which replaces culpert's. Every other call goes straight to the
+ * next definition (libc's). sigset, sysv_signal and bsd_signal are not
+ * wrapped: a program using them sees culpert's handler as it is.
+ */
+static int (*next_sigaction)(int, const struct sigaction *, struct sigaction *);
+static sighandler_t (*next_signal)(int, sighandler_t);
+
+CULPERT__EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+  if (CULPERT__UNLIKELY(culpert__signal_hidden(sig)))
+    return culpert__signal_intercept(sig, act, old);
+  if (next_sigaction == NULL)
+    return culpert__signal_intercept(sig, act, old); /* before start-up: glibc's */
+  return next_sigaction(sig, act, old);
+}
+
+CULPERT__EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+  if (CULPERT__LIKELY(!culpert__signal_hidden(sig)) && next_signal != NULL)
+    return next_signal(sig, handler);
+  /* What glibc's signal does: the handler, with the signal blocked while
+   * it runs and interrupted calls restarted. */
+  struct sigaction act, old;
+  if (handler == SIG_ERR || sig <= 0 || sig >= NSIG) {
+    errno = EINVAL;
+    return SIG_ERR;
+  }
+  memset(&act, 0, sizeof act);
+  act.sa_handler = handler;
+  sigemptyset(&act.sa_mask);
+  sigaddset(&act.sa_mask, sig);
+  act.sa_flags = SA_RESTART;
+  return culpert__signal_intercept(sig, &act, &old) == 0 ? old.sa_handler : SIG_ERR;
+}
+
 /* ---------------------------------------------------------------- start and exit */
 
 __attribute__((constructor)) static void culpert_start(void)
 {
   resolve();
+  *(void **)&next_sigaction = dlsym(RTLD_NEXT, "sigaction");
+  *(void **)&next_signal = dlsym(RTLD_NEXT, "signal");
   culpert__tls.guard++;
   culpert__init();
   culpert__tls.guard--;

@@ -549,6 +549,66 @@ static sem_t wake;
 static atomic_int caught;       /* the first signal caught, 0 = none */
 static atomic_int thread_alive; /* the thread runs in this process */
 static const int ending_signals[] = {SIGHUP, SIGINT, SIGTERM};
+#define N_ENDING ((int)(sizeof ending_signals / sizeof ending_signals[0]))
+
+/*
+ * The program must not see culpert's handler: runtimes that set up their
+ * own only where the action is the default (Python's KeyboardInterrupt)
+ * would leave theirs out. So bit i of `hidden` says culpert's handler
+ * stands in for ending_signals[i]'s default action, and the sigaction and
+ * signal wrappers (malloc.c) then answer with `seen[i]`, the default
+ * action as the program last set or found it; a handler of the program's
+ * own replaces culpert's. culpert's own calls go to glibc's __sigaction,
+ * past the wrappers.
+ */
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+static atomic_uint hidden;
+static struct sigaction seen[N_ENDING];
+
+static int ending_index(int sig)
+{
+  for (int i = 0; i < N_ENDING; i++)
+    if (ending_signals[i] == sig)
+      return i;
+  return -1;
+}
+
+int culpert__signal_hidden(int sig)
+{
+  int i = atomic_load_explicit(&hidden, memory_order_relaxed) != 0 ? ending_index(sig) : -1;
+  return i >= 0 && (atomic_load(&hidden) & (1u << i)) != 0;
+}
+
+int culpert__signal_intercept(int sig, const struct sigaction *act, struct sigaction *old)
+{
+  int i = ending_index(sig);
+  if (i < 0 || !(atomic_load(&hidden) & (1u << i)))
+    return __sigaction(sig, act, old);
+  struct sigaction before = seen[i];
+  if (act != NULL && ((act->sa_flags & SA_SIGINFO) || act->sa_handler != SIG_DFL)) {
+    /* A handler of the program's own, or SIG_IGN: culpert steps aside. */
+    atomic_fetch_and(&hidden, ~(1u << i));
+    if (__sigaction(sig, act, NULL) != 0) {
+      atomic_fetch_or(&hidden, 1u << i);
+      return -1;
+    }
+  } else if (act != NULL) {
+    seen[i] = *act; /* the default again: culpert's handler stays */
+  }
+  if (old != NULL)
+    *old = before;
+  return 0;
+}
+
+/* The signal's default action, for real. */
+static void set_default(int sig)
+{
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  __sigaction(sig, &sa, NULL);
+}
 
 /* Seconds on CLOCK_MONOTONIC (async-signal-safe). */
 static int64_t monotonic_seconds(void)
@@ -575,7 +635,10 @@ static void on_ending_signal(int sig)
      * The signal is blocked while this runs, so it ends the program when
      * the handler returns. The same signal sent twice at once (to the
      * process and to its group) is taken as one. */
-    signal(sig, SIG_DFL);
+    int i = ending_index(sig);
+    if (i >= 0)
+      atomic_fetch_and(&hidden, ~(1u << i));
+    set_default(sig);
     raise(sig);
   }
   errno = saved;
@@ -583,16 +646,18 @@ static void on_ending_signal(int sig)
 
 static void catch_ending_signals(void)
 {
-  for (size_t i = 0; i < sizeof ending_signals / sizeof ending_signals[0]; i++) {
+  for (int i = 0; i < N_ENDING; i++) {
     struct sigaction old, sa;
-    if (sigaction(ending_signals[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+    if (__sigaction(ending_signals[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
         old.sa_handler != SIG_DFL)
       continue; /* ignored or handled by the program: none of culpert's business */
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_ending_signal;
     sa.sa_flags = SA_RESTART;
     sigfillset(&sa.sa_mask);
-    sigaction(ending_signals[i], &sa, NULL);
+    seen[i] = old;
+    if (__sigaction(ending_signals[i], &sa, NULL) == 0)
+      atomic_fetch_or(&hidden, 1u << i);
   }
 }
 
@@ -603,10 +668,9 @@ static void end_by_signal(int sig)
 {
   culpert__output_at_exit();
   pthread_mutex_lock(&write_lock); /* an exit profile being written elsewhere finishes first */
-  struct sigaction cur;
-  if (sigaction(sig, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
-      cur.sa_handler == on_ending_signal) {
-    signal(sig, SIG_DFL);
+  int i = ending_index(sig);
+  if (i >= 0 && (atomic_fetch_and(&hidden, ~(1u << i)) & (1u << i))) {
+    set_default(sig);
     kill(getpid(), sig);
   }
   pthread_mutex_unlock(&write_lock);

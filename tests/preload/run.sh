@@ -50,14 +50,15 @@ run_pre() { # run a command with libculpert preloaded
 
 case "$case_name" in
 exports)
-  # Only the allocation functions and culpert_* leave the library, and
+  # Only the allocation functions, sigaction and signal (which hide
+  # CULPERT_WRITE_ON_SIGNAL's handlers) and culpert_* leave the library, and
   # libunwind is not a dependency (it is dlopened RTLD_LOCAL).
   syms=$(nm -D --defined-only "$LIB" | awk '{print $3}' | sed 's/@.*//' | sort)
-  allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|culpert_[a-z_]+)$'
+  allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sigaction|signal|culpert_[a-z_]+)$'
   bad=$(printf '%s\n' "$syms" | grep -Ev "$allowed")
   [ -z "$bad" ] || fail "unexpected exports: $bad"
   for s in malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc \
-    pvalloc malloc_usable_size culpert_span_enter culpert_span_exit culpert_span_current \
+    pvalloc malloc_usable_size sigaction signal culpert_span_enter culpert_span_exit culpert_span_current \
     culpert_span_enter_child_of culpert_snapshot_write culpert_snapshot culpert_is_active; do
     printf '%s\n' "$syms" | grep -qx "$s" || fail "missing export $s"
   done
@@ -490,12 +491,23 @@ write_on_signal)
   rc=$?
   [ "$rc" -eq 130 ] || fail "plain SIGINT: exit status $rc"
   [ -f plain.pb.gz ] && fail "a profile was written on SIGINT without CULPERT_WRITE_ON_SIGNAL"
-  # the program's own handler runs; its normal exit writes the profile
+  # culpert's handlers are hidden: a program that sets up its own only
+  # where the action is the default (as Python does for SIGINT) still
+  # does, and its handler runs; its normal exit writes the profile
   CULPERT_WRITE_ON_SIGNAL=1 run_until_ready own --handle-int
   kill -s INT "$prog"
   wait "$prog" || fail "wl_basic --handle-int did not exit normally"
+  expect_line "$(cat own.out)" '^SIGINT default=1$' "sigaction hides culpert's handler"
+  expect_line "$(cat own.out)" '^SIGTERM default=1$' "signal hides culpert's handler"
   expect_line "$(cat own.out)" '^handled SIGINT$' "the program's handler"
   expect_totals own.pb.gz handle_request/parse "100 100000 40 40000 100"
+  # the program set SIGTERM to the default itself: culpert's handler stays
+  CULPERT_WRITE_ON_SIGNAL=1 run_until_ready own2 --handle-int
+  kill -s TERM "$prog"
+  wait "$prog"
+  rc=$?
+  [ "$rc" -eq 143 ] || fail "SIGTERM after signal(SIGTERM, SIG_DFL): exit status $rc"
+  expect_totals own2.pb.gz handle_request/parse "100 100000 40 40000 100"
   # an ignored signal stays ignored
   (
     trap '' HUP

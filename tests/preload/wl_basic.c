@@ -15,8 +15,10 @@
  * with "--hang" it waits, after its work, until a signal kills it (as a
  * service stopped by SIGKILL), and with "--fork-hang" its fork child does
  * the same work and waits too (the parent waits for the child); with
- * "--handle-int" it waits too, but handles SIGINT itself: it prints
- * "handled SIGINT" and exits normally.
+ * "--handle-int" it waits too, but handles SIGINT itself as Python does
+ * (a handler only where the action is the default: it prints what
+ * sigaction and signal report for SIGINT and SIGTERM), printing "handled
+ * SIGINT" and exiting normally when it comes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -152,7 +154,13 @@ int main(int argc, char **argv)
 {
   int hang = argc == 2 && strcmp(argv[1], "--hang") == 0;
   if (argc == 2 && strcmp(argv[1], "--handle-int") == 0) {
-    signal(SIGINT, on_int);
+    struct sigaction old;
+    CHECK(sigaction(SIGINT, NULL, &old) == 0);
+    int dfl = !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL;
+    printf("SIGINT default=%d\n", dfl);
+    printf("SIGTERM default=%d\n", signal(SIGTERM, SIG_DFL) == SIG_DFL);
+    if (dfl)
+      CHECK(signal(SIGINT, on_int) == SIG_DFL);
     hang = 1;
   }
   if (argc == 2 && strcmp(argv[1], "--fork-hang") == 0) {
