@@ -514,6 +514,9 @@ int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples
  */
 struct sigaction;
 int culpert__signal_hidden(int sig);
+/* In a process forked to write a profile: allocate from fresh mmap'd
+ * memory, never from the next allocator (malloc.c; only in the library). */
+void culpert__use_private_heap(void);
 int culpert__signal_intercept(int sig, const struct sigaction *act, struct sigaction *old);
 
 /* culpert__output_at_exit: stop sampling, then write the exit profile

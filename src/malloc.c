@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -278,6 +279,122 @@ static size_t boot_malloc_usable_size(void *p)
 {
   (void)p;
   return 0;
+}
+
+/* ---------------------------------------------------------------- writer child's heap */
+
+/*
+ * The process CULPERT_WRITE_ON_SIGNAL's handler forks to write the profile
+ * (output.c) is a copy of the program at an arbitrary instant: the next
+ * allocator's locks may be held there by threads that no longer exist.
+ * Its allocations come from fresh mmap'd chunks instead, and its frees
+ * are ignored: it lives for one profile. A block from before the fork is
+ * sized for realloc by the next allocator's malloc_usable_size, which
+ * takes no lock.
+ */
+#define PRIVATE_CHUNK  ((size_t)64 << 20)
+#define PRIVATE_CHUNKS 64
+static struct {
+  unsigned char *lo, *hi;
+} priv_chunk[PRIVATE_CHUNKS];
+static int priv_nchunks;
+static unsigned char *priv_at, *priv_end;
+static size_t (*prev_usable_size)(void *);
+
+static int priv_owns(const void *p)
+{
+  for (int i = 0; i < priv_nchunks; i++)
+    if ((const unsigned char *)p >= priv_chunk[i].lo && (const unsigned char *)p < priv_chunk[i].hi)
+      return 1;
+  return 0;
+}
+
+static void *priv_alloc(size_t n, size_t align)
+{
+  if (align < 16)
+    align = 16;
+  if (n > PRIVATE_CHUNK * 16 || align > 4096 || (align & (align - 1)) != 0)
+    return NULL;
+  uintptr_t p = ((uintptr_t)priv_at + 16 + align - 1) & ~(uintptr_t)(align - 1);
+  if (priv_at == NULL || p + n > (uintptr_t)priv_end) {
+    size_t len =
+        n + align + 16 > PRIVATE_CHUNK ? (n + align + 16 + 4095) & ~(size_t)4095 : PRIVATE_CHUNK;
+    if (priv_nchunks == PRIVATE_CHUNKS)
+      return NULL;
+    void *m =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+      return NULL;
+    priv_at = m;
+    priv_end = priv_at + len;
+    priv_chunk[priv_nchunks].lo = priv_at;
+    priv_chunk[priv_nchunks++].hi = priv_end;
+    p = ((uintptr_t)priv_at + 16 + align - 1) & ~(uintptr_t)(align - 1);
+  }
+  memcpy((void *)(p - sizeof(size_t)), &n, sizeof n);
+  priv_at = (unsigned char *)(p + n);
+  return (void *)p;
+}
+
+static size_t priv_usable_size(void *p)
+{
+  size_t n = 0;
+  if (p == NULL)
+    return 0;
+  if (priv_owns(p) || in_arena(p))
+    memcpy(&n, (const unsigned char *)p - sizeof n, sizeof n);
+  else if (prev_usable_size != NULL)
+    n = prev_usable_size(p);
+  return n;
+}
+
+static void *priv_malloc(size_t n)
+{
+  return priv_alloc(n, 16);
+}
+
+static void priv_free(void *p)
+{
+  (void)p;
+}
+
+static void *priv_calloc(size_t m, size_t n)
+{
+  if (n != 0 && m > SIZE_MAX / n)
+    return NULL;
+  return priv_alloc(m * n, 16); /* fresh mmap'd memory, never reused: zero */
+}
+
+static void *priv_realloc(void *p, size_t n)
+{
+  void *q = priv_alloc(n, 16);
+  size_t old = priv_usable_size(p);
+  if (q != NULL && p != NULL)
+    memcpy(q, p, old < n ? old : n);
+  return q;
+}
+
+static int priv_posix_memalign(void **out, size_t align, size_t n)
+{
+  void *p = priv_alloc(n, align);
+  if (p == NULL)
+    return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+static void *priv_memalign(size_t align, size_t n)
+{
+  return priv_alloc(n, align);
+}
+
+void culpert__use_private_heap(void)
+{
+  prev_usable_size =
+      real.malloc_usable_size == boot_malloc_usable_size ? NULL : real.malloc_usable_size;
+  struct real_fns r = {priv_malloc,         priv_free,     priv_calloc,   priv_realloc,
+                       priv_posix_memalign, priv_memalign, priv_memalign, priv_usable_size};
+  real = r;
 }
 
 /* ---------------------------------------------------------------- slow paths */

@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -140,7 +140,12 @@ static void find_exe_name(void)
 
 /* ---------------------------------------------------------------- fork */
 
-static void thread_start(void);
+static void interval_start(void);
+static void catch_ending_signals(void);
+/* CULPERT_WRITE_ON_SIGNAL (below): the first signal caught (0 = none) and
+ * when, in monotonic seconds (0 = not yet). */
+static atomic_int caught;
+static _Atomic int64_t caught_at;
 
 /* Fork with other threads inside culpert: hold both locks across fork()
  * so the child never inherits one held by a thread that no longer exists. */
@@ -179,7 +184,9 @@ static void fork_child(void)
   pid = (long)getpid();
   is_child = 1;
   start_nanos = now_nanos();
-  thread_start();
+  atomic_store(&caught, 0);
+  atomic_store(&caught_at, 0);
+  interval_start();
   culpert__tls.guard--;
 }
 
@@ -269,7 +276,8 @@ void culpert__init(void)
   }
   atomic_store(&culpert__running, 1);
   atomic_store(&culpert__ready, 1);
-  thread_start();
+  interval_start();
+  catch_ending_signals();
 out:
   pthread_mutex_unlock(&init_lock);
 }
@@ -522,46 +530,95 @@ void culpert__output_at_exit(void)
   t->guard--;
 }
 
-/* ------------------------------------------------------ culpert's thread */
+/* --------------------------------------------------------------- interval */
 
 /*
- * A thread of culpert's own, started (at start-up, and again in each fork
- * child, which writes its own file) only when CULPERT_INTERVAL or
- * CULPERT_WRITE_ON_SIGNAL asks for it. All signals stay blocked in it, so
- * none of the program's handlers ever runs there, and its allocations (the
- * writer's) are never sampled. It lives as long as the process.
- *
- * CULPERT_INTERVAL: it rewrites the exit profile's file every so many
- * seconds, for programs that never exit normally (a service stopped with
- * SIGKILL): the file then holds what the last rewrite saw.
- *
- * CULPERT_WRITE_ON_SIGNAL: SIGHUP, SIGINT and SIGTERM, where they would
- * end the program (their action is the default at start-up), are caught
- * by a handler that only wakes the thread (sem_post is async-signal-safe);
- * the thread writes the exit profile and sends the signal again with its
- * default action, so the program ends as it would have, a few
- * milliseconds later. A program that installs its own handler replaces
- * culpert's and exits its own way (and then writes the exit profile). A
- * signal two seconds or more after the first, the profile still being
- * written, ends the program at once.
+ * CULPERT_INTERVAL: a thread of culpert's own rewrites the exit profile's
+ * file every so many seconds, for programs that never exit normally (a
+ * service stopped with SIGKILL): the file then holds what the last
+ * rewrite saw. Started at start-up and again in each fork child (which
+ * writes its own file); an exec'd program starts its own. All signals stay
+ * blocked in it, so none of the program's handlers ever runs there, and
+ * its allocations (the writer's) are never sampled. Rewrites stop when the
+ * exit profile is being written.
  */
-static sem_t wake;
-static atomic_int caught;       /* the first signal caught, 0 = none */
-static atomic_int thread_alive; /* the thread runs in this process */
-static const int ending_signals[] = {SIGHUP, SIGINT, SIGTERM};
-#define N_ENDING ((int)(sizeof ending_signals / sizeof ending_signals[0]))
+static void *interval_thread(void *arg)
+{
+  (void)arg;
+  char path[2 * CULPERT__PATH_MAX];
+  culpert__tls.guard++;
+  if (exit_path(path, sizeof path) != 0)
+    return NULL; /* the exit profile will say why */
+  /* Said once: the first success, and the first failure after a success
+   * (or at the start). */
+  int announced = 0, last_ok = 1;
+  struct timespec next;
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  for (;;) {
+    next.tv_sec += culpert__cfg.interval;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+      ;
+    pthread_mutex_lock(&write_lock);
+    int stop = !atomic_load(&culpert__running); /* the exit profile is written or on its way */
+    int rc = stop ? 0 : write_file(path, announced ? OK_SILENT : OK_SAY_PERIODIC, last_ok);
+    pthread_mutex_unlock(&write_lock);
+    if (stop)
+      return NULL;
+    announced |= rc == 0;
+    last_ok = rc == 0;
+  }
+}
+
+static void interval_start(void)
+{
+  if (culpert__cfg.interval == 0)
+    return;
+  pthread_t th;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = pthread_create(&th, NULL, interval_thread, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) {
+    culpert__say("cannot start the CULPERT_INTERVAL thread: %s; the profile is written at exit "
+                 "only",
+                 strerror(rc));
+    return;
+  }
+  pthread_setname_np(th, "culpert");
+  pthread_detach(th);
+}
+
+/* ---------------------------------------------------------- ending signals */
 
 /*
+ * CULPERT_WRITE_ON_SIGNAL: SIGHUP, SIGINT and SIGTERM, where they would end
+ * the program (their action is the default at start-up), are caught. The
+ * handler forks (_Fork: async-signal-safe, no atfork handlers): the child,
+ * a single-threaded copy of the program at that instant, writes the exit
+ * profile with its own locks reset and a private heap (malloc.c), then
+ * exits; the handler waits for it, at most WRITER_SECONDS, then restores
+ * the default action and raises the signal, which ends the program as it
+ * would have when the handler returns. The interrupted thread never gets
+ * back to the program's code; its other threads run on meanwhile.
+ *
  * The program must not see culpert's handler: runtimes that set up their
  * own only where the action is the default (Python's KeyboardInterrupt)
  * would leave theirs out. So bit i of `hidden` says culpert's handler
  * stands in for ending_signals[i]'s default action, and the sigaction and
- * signal wrappers (malloc.c) then answer with `seen[i]`, the default
- * action as the program last set or found it; a handler of the program's
- * own replaces culpert's. culpert's own calls go to glibc's __sigaction,
- * past the wrappers.
+ * signal wrappers (malloc.c) then answer with `seen[i]`, the default action
+ * as the program last set or found it; a handler of the program's own
+ * replaces culpert's. culpert's own calls go to glibc's __sigaction, past
+ * the wrappers.
  */
+#pragma weak culpert__use_private_heap
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+extern pid_t _Fork(void);
+#pragma weak _Fork
+
+#define WRITER_SECONDS 60
+static const int ending_signals[] = {SIGHUP, SIGINT, SIGTERM};
+#define N_ENDING ((int)(sizeof ending_signals / sizeof ending_signals[0]))
 static atomic_uint hidden;
 static struct sigaction seen[N_ENDING];
 
@@ -575,8 +632,9 @@ static int ending_index(int sig)
 
 int culpert__signal_hidden(int sig)
 {
-  int i = atomic_load_explicit(&hidden, memory_order_relaxed) != 0 ? ending_index(sig) : -1;
-  return i >= 0 && (atomic_load(&hidden) & (1u << i)) != 0;
+  unsigned h = atomic_load_explicit(&hidden, memory_order_relaxed);
+  int i = h != 0 ? ending_index(sig) : -1;
+  return i >= 0 && (h & (1u << i)) != 0;
 }
 
 int culpert__signal_intercept(int sig, const struct sigaction *act, struct sigaction *old)
@@ -600,16 +658,6 @@ int culpert__signal_intercept(int sig, const struct sigaction *act, struct sigac
   return 0;
 }
 
-/* The signal's default action, for real. */
-static void set_default(int sig)
-{
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = SIG_DFL;
-  sigemptyset(&sa.sa_mask);
-  __sigaction(sig, &sa, NULL);
-}
-
 /* Seconds on CLOCK_MONOTONIC (async-signal-safe). */
 static int64_t monotonic_seconds(void)
 {
@@ -618,34 +666,104 @@ static int64_t monotonic_seconds(void)
   return (int64_t)ts.tv_sec;
 }
 
-static _Atomic int64_t caught_at; /* when `caught` was set, monotonic seconds; 0 = not yet */
+/* Write `text` to stderr with write(2) alone (async-signal-safe). */
+static void say_raw(const char *text)
+{
+  if (!stderr_unchanged())
+    return;
+  ssize_t w = write(STDERR_FILENO, text, strlen(text));
+  (void)w;
+}
+
+/* In the forked child: write the exit profile, then _exit. */
+static void writer_child(void)
+{
+  char path[2 * CULPERT__PATH_MAX];
+  culpert__tls.guard++; /* nothing here is sampled or leaves the live table */
+  atomic_store(&culpert__running, 0);
+  culpert__use_private_heap();
+  pthread_mutex_init(&write_lock, NULL);
+  culpert__live_reinit_lock();
+  culpert__record_reinit_lock();
+  culpert__stack_reinit_lock();
+  int rc = exit_path(path, sizeof path) != 0 ? -ENAMETOOLONG : write_file(path, OK_SAY, 1);
+  _exit(rc == 0 ? 0 : 1);
+}
+
+/* Write the exit profile from a forked copy of the process; 0 once it is
+ * written. */
+static int write_from_child(void)
+{
+  if (_Fork == NULL || culpert__use_private_heap == NULL || !atomic_load(&culpert__ready) ||
+      culpert__sampler_failed() || !atomic_load(&culpert__running))
+    return -1;
+  pid_t child = _Fork();
+  if (child == 0)
+    writer_child();
+  if (child < 0) {
+    say_raw("culpert: cannot fork to write the profile at the signal; none written\n");
+    return -1;
+  }
+  int status = 0;
+  pid_t got;
+  int64_t deadline = monotonic_seconds() + WRITER_SECONDS;
+  while ((got = waitpid(child, &status, WNOHANG)) == 0 && monotonic_seconds() < deadline) {
+    struct timespec tick = {0, 5 * 1000 * 1000};
+    nanosleep(&tick, NULL);
+  }
+  if (got == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    say_raw("culpert: writing the profile at the signal took too long; stopped\n");
+    return -1;
+  }
+  if (got < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (got > 0 && !WIFEXITED(status))
+      say_raw("culpert: the process writing the profile at the signal failed; none written\n");
+    return -1;
+  }
+  /* The profile is written: the exit profile must not replace it. */
+  atomic_store(&culpert__running, 0);
+  return 0;
+}
 
 static void on_ending_signal(int sig)
 {
   int saved = errno;
   int none = 0;
   int64_t now = monotonic_seconds();
-  if (atomic_load(&thread_alive) && atomic_compare_exchange_strong(&caught, &none, sig)) {
+  if (atomic_compare_exchange_strong(&caught, &none, sig)) {
     atomic_store(&caught_at, now);
-    sem_post(&wake);
-  } else if (!atomic_load(&thread_alive) ||
-             (atomic_load(&caught_at) != 0 && now - atomic_load(&caught_at) >= 2)) {
-    /* No thread to write, or a signal again well after the first (the
-     * writing is stuck, or the user insists): the default action, now.
-     * The signal is blocked while this runs, so it ends the program when
-     * the handler returns. The same signal sent twice at once (to the
-     * process and to its group) is taken as one. */
-    int i = ending_index(sig);
-    if (i >= 0)
-      atomic_fetch_and(&hidden, ~(1u << i));
-    set_default(sig);
-    raise(sig);
+    write_from_child();
+  } else if (atomic_load(&caught_at) == 0 || now - atomic_load(&caught_at) < 2) {
+    /* The same signal sent twice at once (to the process and to its
+     * group) counts once: the first is being handled on another thread. */
+    errno = saved;
+    return;
   }
+  /* The default action: the signal is blocked while this handler runs, so
+   * it ends the program as the handler returns. */
+  int i = ending_index(sig);
+  if (i >= 0)
+    atomic_fetch_and(&hidden, ~(1u << i));
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  __sigaction(sig, &dfl, NULL);
+  raise(sig);
   errno = saved;
 }
 
 static void catch_ending_signals(void)
 {
+  if (!culpert__cfg.write_on_signal)
+    return;
+  if (_Fork == NULL || culpert__use_private_heap == NULL) {
+    culpert__say("CULPERT_WRITE_ON_SIGNAL needs glibc 2.34 or later and the preloaded library; "
+                 "ignored");
+    return;
+  }
   for (int i = 0; i < N_ENDING; i++) {
     struct sigaction old, sa;
     if (__sigaction(ending_signals[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
@@ -653,93 +771,11 @@ static void catch_ending_signals(void)
       continue; /* ignored or handled by the program: none of culpert's business */
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_ending_signal;
-    sa.sa_flags = SA_RESTART;
     sigfillset(&sa.sa_mask);
     seen[i] = old;
     if (__sigaction(ending_signals[i], &sa, NULL) == 0)
       atomic_fetch_or(&hidden, 1u << i);
   }
-}
-
-/* The program was sent `sig`: write the exit profile, then let the signal
- * end the program, unless the program has put a handler of its own in
- * culpert's place meanwhile. */
-static void end_by_signal(int sig)
-{
-  culpert__output_at_exit();
-  pthread_mutex_lock(&write_lock); /* an exit profile being written elsewhere finishes first */
-  int i = ending_index(sig);
-  if (i >= 0 && (atomic_fetch_and(&hidden, ~(1u << i)) & (1u << i))) {
-    set_default(sig);
-    kill(getpid(), sig);
-  }
-  pthread_mutex_unlock(&write_lock);
-}
-
-static void *culpert_thread(void *arg)
-{
-  (void)arg;
-  char path[2 * CULPERT__PATH_MAX];
-  culpert__tls.guard++;
-  uint32_t interval = culpert__cfg.interval;
-  if (exit_path(path, sizeof path) != 0)
-    interval = 0; /* the exit profile will say why */
-  /* Said once: the first success, and the first failure after a success
-   * (or at the start). */
-  int announced = 0, last_ok = 1;
-  struct timespec next;
-  clock_gettime(CLOCK_MONOTONIC, &next);
-  next.tv_sec += interval;
-  for (;;) {
-    int r = interval != 0 ? sem_clockwait(&wake, CLOCK_MONOTONIC, &next) : sem_wait(&wake);
-    int sig = atomic_load(&caught);
-    if (sig != 0) {
-      end_by_signal(sig);
-      interval = 0; /* the program carries on only if it caught the signal itself */
-      continue;
-    }
-    if (r == 0 || errno != ETIMEDOUT)
-      continue;
-    next.tv_sec += interval;
-    pthread_mutex_lock(&write_lock);
-    int stop = !atomic_load(&culpert__running); /* the exit profile is written or on its way */
-    int rc = stop ? 0 : write_file(path, announced ? OK_SILENT : OK_SAY_PERIODIC, last_ok);
-    pthread_mutex_unlock(&write_lock);
-    if (stop)
-      interval = 0;
-    announced |= rc == 0;
-    last_ok = rc == 0;
-  }
-  return NULL;
-}
-
-/* Start culpert's thread when a setting needs it (at start-up, and in a
- * fork child, where the parent's thread does not exist). */
-static void thread_start(void)
-{
-  atomic_store(&thread_alive, 0);
-  atomic_store(&caught, 0);
-  atomic_store(&caught_at, 0);
-  if (culpert__cfg.interval == 0 && !culpert__cfg.write_on_signal)
-    return;
-  sem_init(&wake, 0, 0);
-  pthread_t th;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_create(&th, NULL, culpert_thread, NULL);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0) {
-    culpert__say("cannot start a thread for CULPERT_INTERVAL or CULPERT_WRITE_ON_SIGNAL: %s; the "
-                 "profile is written at exit only",
-                 strerror(rc));
-    return;
-  }
-  pthread_setname_np(th, "culpert");
-  pthread_detach(th);
-  atomic_store(&thread_alive, 1);
-  if (culpert__cfg.write_on_signal)
-    catch_ending_signals();
 }
 
 /* ---------------------------------------------------------------- public API */

@@ -451,8 +451,9 @@ interval)
   ;;
 write_on_signal)
   # CULPERT_WRITE_ON_SIGNAL=1: SIGINT, SIGTERM and SIGHUP still end the
-  # program by the signal, after the exit profile is written; a program's
-  # own handler is left alone; without the variable nothing changes.
+  # program by the signal, after a forked copy of it has written the exit
+  # profile; a program's own handler is left alone; without the variable
+  # nothing changes.
   # run_until_ready NAME ARGS...: start wl_basic in the background
   # (prog=pid) and wait until it has done its work. A shell without job
   # control starts background commands with SIGINT ignored: give it back
@@ -468,6 +469,9 @@ write_on_signal)
   }
   for sig in INT TERM HUP; do
     CULPERT_WRITE_ON_SIGNAL=1 run_until_ready "s$sig" --hang
+    # no thread of culpert's: a program may need to stay single-threaded
+    threads=$(awk '/^Threads:/ {print $2}' "/proc/$prog/status")
+    [ "$threads" = 1 ] || fail "SIG$sig: the program has $threads threads, want 1"
     kill -s "$sig" "$prog"
     wait "$prog"
     rc=$?
@@ -484,6 +488,22 @@ write_on_signal)
   rc=$?
   [ "$rc" -eq 143 ] || fail "SIGTERM twice: exit status $rc"
   expect_totals twice.pb.gz handle_request/parse "100 100000 40 40000 100"
+  # Threads allocating at the instant of the signal (every allocation
+  # sampled, so they are often inside culpert): the forked copy writes a
+  # readable profile that holds everything the joined threads did.
+  for round in 1 2 3 4 5; do
+    CULPERT_WRITE_ON_SIGNAL=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/t$round.pb.gz" \
+      env LD_PRELOAD="$LIB" "$BIN/wl_threads" --hang >"t$round.out" 2>"t$round.err" &
+    prog=$!
+    for _ in $(seq 100); do grep -q '^done' "t$round.out" && break; sleep 0.1; done
+    sleep 0.2
+    kill -s TERM "$prog"
+    wait "$prog"
+    rc=$?
+    [ "$rc" -eq 143 ] || fail "threads, round $round: exit status $rc"
+    expect_totals "t$round.pb.gz" pool/job "200 400000 0 0 200"
+    expect_totals "t$round.pb.gz" churn "2000 200000 0 0 2000"
+  done
   # without the variable: the signal ends the program, no profile
   run_until_ready plain --hang
   kill -s INT "$prog"

@@ -4,13 +4,20 @@
  * churn while other threads allocate. With CULPERT_SAMPLE_RATE=0:
  *   pool/job   4 workers x 50 x 2000 bytes = 200 objects, 400000 bytes
  *   churn      200 short threads x 10 x 100 bytes = 2000 objects, 200000 bytes
+ * With "--hang" it then starts SPINNERS threads that allocate and free
+ * without end under the span "spin", prints "done 1" and waits for a
+ * signal to end it.
  */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "culpert.h"
+
+#define SPINNERS 2
 
 static uint64_t pool_id;
 
@@ -50,7 +57,16 @@ static void *churner(void *arg)
   return NULL;
 }
 
-int main(void)
+static void *spinner(void *arg)
+{
+  (void)arg;
+  CULPERT_SPAN("spin");
+  for (;;)
+    free(job_alloc(64));
+  return NULL;
+}
+
+int main(int argc, char **argv)
 {
   pthread_t w[4], c;
   culpert_span_enter("pool");
@@ -65,6 +81,15 @@ int main(void)
   void *rc;
   pthread_join(c, &rc);
   culpert_span_exit();
+  if (argc == 2 && strcmp(argv[1], "--hang") == 0) {
+    for (int i = 0; i < SPINNERS; i++)
+      if (pthread_create(&c, NULL, spinner, NULL) != 0)
+        return 1;
+    printf("done %d\n", rc == NULL);
+    fflush(stdout);
+    for (;;)
+      pause();
+  }
   printf("done %d\n", rc == NULL);
   return 0;
 }
