@@ -507,13 +507,14 @@ int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples
 
 /*
  * CULPERT_WRITE_ON_SIGNAL's handlers are hidden from the program:
- * culpert__signal_hidden(sig) says whether culpert's handler stands in for
- * sig's default action, and culpert__signal_intercept is sigaction() as
- * the program should see it (the sigaction and signal wrappers in
- * malloc.c call it for those signals). Async-signal-safe, like sigaction.
+ * culpert__signal_watched(sig) says whether sig is one culpert's handler
+ * may stand in for (its default action), and culpert__signal_intercept is
+ * sigaction() as the program should see it (the sigaction and signal
+ * wrappers in malloc.c call it for those signals). Async-signal-safe,
+ * like sigaction.
  */
 struct sigaction;
-int culpert__signal_hidden(int sig);
+int culpert__signal_watched(int sig);
 /* In a process forked to write a profile: allocate from fresh mmap'd
  * memory, never from the next allocator (malloc.c; only in the library). */
 void culpert__use_private_heap(void);

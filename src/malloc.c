@@ -790,10 +790,11 @@ CULPERT__EXPORT size_t malloc_usable_size(void *p)
 
 /*
  * sigaction and signal, so that CULPERT_WRITE_ON_SIGNAL's handlers stay out
- * of the program's sight (output.c): for a signal culpert's handler stands
- * in for, the program reads the default action and may set its own
- * handler, which replaces culpert's. Every other call goes straight to the
- * next definition (libc's). sigset, sysv_signal and bsd_signal are not
+ * of the program's sight (output.c): where culpert's handler stands in for
+ * the default action, the program reads the default action and may set
+ * its own handler, which replaces culpert's; setting the default action
+ * puts culpert's back. Every other call goes straight to the next
+ * definition (libc's). sigset, sysv_signal and bsd_signal are not
  * wrapped: a program using them sees culpert's handler as it is.
  */
 static int (*next_sigaction)(int, const struct sigaction *, struct sigaction *);
@@ -801,7 +802,7 @@ static sighandler_t (*next_signal)(int, sighandler_t);
 
 CULPERT__EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-  if (CULPERT__UNLIKELY(culpert__signal_hidden(sig)))
+  if (CULPERT__UNLIKELY(culpert__signal_watched(sig)))
     return culpert__signal_intercept(sig, act, old);
   if (next_sigaction == NULL)
     return culpert__signal_intercept(sig, act, old); /* before start-up: glibc's */
@@ -810,7 +811,7 @@ CULPERT__EXPORT int sigaction(int sig, const struct sigaction *act, struct sigac
 
 CULPERT__EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
-  if (CULPERT__LIKELY(!culpert__signal_hidden(sig)) && next_signal != NULL)
+  if (CULPERT__LIKELY(!culpert__signal_watched(sig)) && next_signal != NULL)
     return next_signal(sig, handler);
   /* What glibc's signal does: the handler, with the signal blocked while
    * it runs and interrupted calls restarted. */

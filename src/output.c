@@ -607,9 +607,10 @@ static void interval_start(void)
  * would leave theirs out. So bit i of `hidden` says culpert's handler
  * stands in for ending_signals[i]'s default action, and the sigaction and
  * signal wrappers (malloc.c) then answer with `seen[i]`, the default action
- * as the program last set or found it; a handler of the program's own
- * replaces culpert's. culpert's own calls go to glibc's __sigaction, past
- * the wrappers.
+ * as the program last set or found it. A handler of the program's own
+ * replaces culpert's; when the program sets the default action again,
+ * culpert's handler stands in for it again. culpert's own calls go to
+ * glibc's __sigaction, past the wrappers.
  */
 #pragma weak culpert__use_private_heap
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
@@ -630,31 +631,54 @@ static int ending_index(int sig)
   return -1;
 }
 
-int culpert__signal_hidden(int sig)
+static void on_ending_signal(int sig);
+static atomic_int watching; /* CULPERT_WRITE_ON_SIGNAL is in force */
+
+int culpert__signal_watched(int sig)
 {
-  unsigned h = atomic_load_explicit(&hidden, memory_order_relaxed);
-  int i = h != 0 ? ending_index(sig) : -1;
-  return i >= 0 && (h & (1u << i)) != 0;
+  return atomic_load_explicit(&watching, memory_order_relaxed) && ending_index(sig) >= 0;
+}
+
+/* Whether an action is the default one. */
+static int is_default(const struct sigaction *act)
+{
+  return !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL;
 }
 
 int culpert__signal_intercept(int sig, const struct sigaction *act, struct sigaction *old)
 {
   int i = ending_index(sig);
-  if (i < 0 || !(atomic_load(&hidden) & (1u << i)))
+  if (i < 0 || !atomic_load(&watching))
     return __sigaction(sig, act, old);
-  struct sigaction before = seen[i];
-  if (act != NULL && ((act->sa_flags & SA_SIGINFO) || act->sa_handler != SIG_DFL)) {
-    /* A handler of the program's own, or SIG_IGN: culpert steps aside. */
-    atomic_fetch_and(&hidden, ~(1u << i));
-    if (__sigaction(sig, act, NULL) != 0) {
-      atomic_fetch_or(&hidden, 1u << i);
-      return -1;
+  unsigned bit = 1u << i;
+  if (atomic_load(&hidden) & bit) {
+    struct sigaction before = seen[i];
+    if (act != NULL && !is_default(act)) {
+      /* A handler of the program's own, or SIG_IGN: culpert steps aside. */
+      atomic_fetch_and(&hidden, ~bit);
+      if (__sigaction(sig, act, NULL) != 0) {
+        atomic_fetch_or(&hidden, bit);
+        return -1;
+      }
+    } else if (act != NULL) {
+      seen[i] = *act; /* the default again: culpert's handler stays */
     }
-  } else if (act != NULL) {
-    seen[i] = *act; /* the default again: culpert's handler stays */
+    if (old != NULL)
+      *old = before;
+    return 0;
   }
-  if (old != NULL)
-    *old = before;
+  if (act == NULL || !is_default(act))
+    return __sigaction(sig, act, old);
+  /* The program goes back to the default action (Python does before it
+   * ends itself by SIGINT): culpert's handler stands in for it again. */
+  struct sigaction mine;
+  memset(&mine, 0, sizeof mine);
+  mine.sa_handler = on_ending_signal;
+  sigfillset(&mine.sa_mask);
+  seen[i] = *act;
+  if (__sigaction(sig, &mine, old) != 0)
+    return -1;
+  atomic_fetch_or(&hidden, bit);
   return 0;
 }
 
@@ -764,10 +788,10 @@ static void catch_ending_signals(void)
                  "ignored");
     return;
   }
+  atomic_store(&watching, 1);
   for (int i = 0; i < N_ENDING; i++) {
     struct sigaction old, sa;
-    if (__sigaction(ending_signals[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
-        old.sa_handler != SIG_DFL)
+    if (__sigaction(ending_signals[i], NULL, &old) != 0 || !is_default(&old))
       continue; /* ignored or handled by the program: none of culpert's business */
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_ending_signal;

@@ -18,7 +18,8 @@
  * "--handle-int" it waits too, but handles SIGINT itself as Python does
  * (a handler only where the action is the default: it prints what
  * sigaction and signal report for SIGINT and SIGTERM), printing "handled
- * SIGINT" and exiting normally when it comes.
+ * SIGINT" when it comes and then, as Python does, ending itself by SIGINT
+ * with the default action.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -202,6 +203,9 @@ int main(int argc, char **argv)
     while (!interrupted)
       pause();
     printf("handled SIGINT\n");
+    fflush(stdout);
+    CHECK(signal(SIGINT, SIG_DFL) == on_int);
+    raise(SIGINT);
   }
   return failures != 0;
 }
