@@ -7,14 +7,15 @@
  * ancestors without samples of their own, locations with mappings and
  * functions, the string table and the sorted comments. Runs at exit or on a
  * snapshot call, on a thread whose allocations the collector passes
- * straight through, so it allocates freely; it keeps no state between
- * calls, so repeated snapshots and forked children start clean.
+ * straight through, so it allocates freely. Between calls it keeps only
+ * what symcache.c holds: the answers about code addresses.
  */
 #include "writer.h"
 
 #include "demangle.h"
 #include "pbenc.h"
 #include "symbolize.h"
+#include "symcache.h"
 
 #include <errno.h>
 #include <math.h>
@@ -284,6 +285,7 @@ struct ctx {
   const struct culpert__wprofile *p;
   struct strtab strs;
   struct culpert__symbolizer *sym;
+  int cache; /* symcache.c is ours for this profile */
 
   uint32_t *node_path; /* span node -> path id; 0 unresolved, UINT32_MAX visiting */
   uint32_t *chain;     /* scratch: span nodes from a node up to an ancestor */
@@ -391,11 +393,17 @@ static int64_t unnamed_function(struct ctx *c, const struct culpert__smap *m, ui
 /* Names the function around one location. */
 static int name_location(struct ctx *c, struct location *loc)
 {
-  struct culpert__symbol sym;
+  struct culpert__symbol sym = {NULL, 0};
   const struct culpert__smap *m =
       loc->map >= 0 ? culpert__symbolize_map(c->sym, (size_t)loc->map) : NULL;
+  int found = -ENOENT;
+  if (m && !(c->cache && culpert__symcache_symbol(loc->address, &sym, &found))) {
+    found = culpert__symbolize_addr(c->sym, loc->address, &sym);
+    if (c->cache)
+      culpert__symcache_put_symbol(loc->address, &sym, found);
+  }
 
-  if (m && culpert__symbolize_addr(c->sym, loc->address, &sym) == 0) {
+  if (m && found == 0) {
     /* A symbol version ("memcpy@@GLIBC_2.14" in a .symtab) stays in the
      * system name only. */
     size_t base = strcspn(sym.name, "@");
@@ -512,6 +520,38 @@ static int location_lines(struct ctx *c, struct location *loc, const struct culp
   return 0;
 }
 
+/* The source positions of n addresses: from the cache, and for the rest
+ * from the symbolizer in one call (then kept in the cache). */
+static int source_positions(struct ctx *c, const uint64_t *addrs, size_t n,
+                            struct culpert__srcpos *pos)
+{
+  if (!c->cache)
+    return culpert__symbolize_lines(c->sym, addrs, n, pos);
+  uint64_t *miss = malloc((n + 1) * sizeof *miss);
+  size_t *where = malloc((n + 1) * sizeof *where);
+  struct culpert__srcpos *got = calloc(n + 1, sizeof *got);
+  size_t nmiss = 0;
+  int rc = -ENOMEM;
+  if (miss == NULL || where == NULL || got == NULL)
+    goto out;
+  for (size_t i = 0; i < n; i++) {
+    if (!culpert__symcache_srcpos(addrs[i], &pos[i])) {
+      miss[nmiss] = addrs[i];
+      where[nmiss++] = i;
+    }
+  }
+  rc = nmiss > 0 ? culpert__symbolize_lines(c->sym, miss, nmiss, got) : 0;
+  for (size_t k = 0; k < nmiss && rc == 0; k++) {
+    pos[where[k]] = got[k];
+    culpert__symcache_put_srcpos(miss[k], &got[k]);
+  }
+out:
+  free(miss);
+  free(where);
+  free(got);
+  return rc;
+}
+
 /* Names every location, finds its source position (one pass over each
  * object's DWARF, whatever the number of locations) and its Lines. */
 static int resolve_locations(struct ctx *c)
@@ -537,7 +577,7 @@ static int resolve_locations(struct ctx *c)
     addrs[n + i] = c->locs[i].start ? c->locs[i].start : c->locs[i].address;
   }
   if (!(c->p->flags & CULPERT__WRITER_NAMES_ONLY))
-    rc = culpert__symbolize_lines(c->sym, addrs, 2 * n, pos);
+    rc = source_positions(c, addrs, 2 * n, pos);
   for (size_t i = 0; i < n && rc == 0; i++)
     rc = location_lines(c, &c->locs[i], &pos[i], &pos[n + i]);
 
@@ -741,6 +781,7 @@ static int collect_code(struct ctx *c)
   int rc = culpert__symbolize_open(&c->sym);
   if (rc)
     return rc;
+  c->cache = culpert__symcache_begin();
   c->nmaps = culpert__symbolize_nmaps(c->sym);
   c->maps = calloc(c->nmaps + 1, sizeof *c->maps);
   c->sample_locs = calloc(p->nsamples + 1, sizeof *c->sample_locs);
@@ -906,6 +947,8 @@ out:
   u64map_free(&c.loc_index);
   u64map_free(&c.func_index);
   strtab_free(&c.strs);
+  if (c.cache)
+    culpert__symcache_end();
   culpert__symbolize_close(c.sym);
   return rc;
 }
