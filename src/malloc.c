@@ -833,8 +833,8 @@ CULPERT__EXPORT sighandler_t signal(int sig, sighandler_t handler)
 __attribute__((constructor)) static void culpert_start(void)
 {
   resolve();
-  *(void **)&next_sigaction = dlsym(RTLD_NEXT, "sigaction");
-  *(void **)&next_signal = dlsym(RTLD_NEXT, "signal");
+  SET_FN(next_sigaction, dlsym(RTLD_NEXT, "sigaction"));
+  SET_FN(next_signal, dlsym(RTLD_NEXT, "signal"));
   culpert__tls.guard++;
   culpert__init();
   culpert__tls.guard--;
