@@ -165,18 +165,26 @@ static void fork_parent(void)
   culpert__tls.guard--;
 }
 
+/* In a child of fork: culpert's locks, free again. The write lock is not
+ * taken across fork (a profile the parent is writing is the parent's; the
+ * child writes its own file); the others were held by fork_prepare, or,
+ * in the copy CULPERT_WRITE_ON_SIGNAL forks, may be held by threads that
+ * do not exist there. */
+static void reinit_locks(void)
+{
+  pthread_mutex_init(&write_lock, NULL);
+  culpert__live_reinit_lock();
+  culpert__record_reinit_lock();
+  culpert__stack_reinit_lock();
+}
+
 /* The child's profile covers only the child: it starts with no samples and
  * no live blocks (blocks inherited from the parent are freed as unsampled
  * ones), keeps the span path table so its open spans stay valid, and writes
  * its own file. */
 static void fork_child(void)
 {
-  /* Not taken across fork: a profile the parent is writing is the
-   * parent's; the child writes its own file. */
-  pthread_mutex_init(&write_lock, NULL);
-  culpert__live_reinit_lock();
-  culpert__record_reinit_lock();
-  culpert__stack_reinit_lock();
+  reinit_locks();
   culpert__live_reset();
   culpert__record_reset();
   culpert__span_reset_counters();
@@ -706,10 +714,7 @@ static void writer_child(void)
   culpert__tls.guard++; /* nothing here is sampled or leaves the live table */
   atomic_store(&culpert__running, 0);
   culpert__use_private_heap();
-  pthread_mutex_init(&write_lock, NULL);
-  culpert__live_reinit_lock();
-  culpert__record_reinit_lock();
-  culpert__stack_reinit_lock();
+  reinit_locks();
   int rc = exit_path(path, sizeof path) != 0 ? -ENAMETOOLONG : write_file(path, OK_SAY, 1);
   _exit(rc == 0 ? 0 : 1);
 }
