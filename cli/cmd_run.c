@@ -7,10 +7,13 @@
  * collector's settings in its environment, forwards SIGINT/SIGTERM, waits,
  * and prints the tree report of the profile PROGRAM wrote. PROGRAM gets
  * CULPERT_WRITE_ON_SIGNAL=1 (unless the variable is already set), so a
- * server stopped with Ctrl-C or SIGTERM still writes its profile. culpert's exit
- * status is PROGRAM's (128+N when signal N killed it); 2 when culpert itself
- * fails or PROGRAM wrote no profile although it succeeded.
+ * server stopped with Ctrl-C or SIGTERM still writes its profile. Processes
+ * PROGRAM starts write <profile>.<pid> files of their own; those written
+ * during the run are listed after the report. culpert's exit status is
+ * PROGRAM's (128+N when signal N killed it); 2 when culpert itself fails or
+ * no process of the run wrote a profile although PROGRAM succeeded.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -24,10 +27,13 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bytesize.h"
 #include "cli.h"
+#include "format.h"
+#include "profile.h"
 
 #define LIB_NAME "libculpert.so"
 
@@ -50,6 +56,10 @@ static void help(FILE *f)
              "  --no-report        do not print the report, only write the profile\n"
              "  -h, --help         show this help\n"
              "\n"
+             "Processes PROGRAM starts (fork, exec) are profiled too, each into\n"
+             "<profile>.<pid>; the ones written during the run are listed after the\n"
+             "report, largest first (CULPERT_NO_CHILDREN=1 leaves exec'd programs out).\n"
+             "\n"
              "A PROGRAM ended by SIGINT (Ctrl-C), SIGTERM or SIGHUP that does not handle\n"
              "the signal itself writes its profile first (CULPERT_WRITE_ON_SIGNAL=1, set\n"
              "unless it is already in the environment; set it to 0 to turn it off).\n"
@@ -58,7 +68,8 @@ static void help(FILE *f)
              "<bindir>/../lib (an install) or <build>/src (the build tree).\n"
              "\n"
              "Exit status: PROGRAM's (128+N if signal N ended it); 2 if culpert fails,\n"
-             "PROGRAM cannot be started, or it succeeded but wrote no profile.\n");
+             "PROGRAM cannot be started, or it succeeded but no process of the run\n"
+             "wrote a profile.\n");
 }
 
 static bool readable(const char *path)
@@ -165,6 +176,160 @@ static int output_path(const char *opt_o, const char *program, pid_t pid, char *
   return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* ---------------------------------------------------------------- other processes */
+
+/* A profile another process of the run wrote: <profile>.<pid>. */
+struct other {
+  char *path;
+  char *exe; /* culpert.exe, or NULL */
+  long pid;
+  int64_t bytes, samples;
+  char *problem; /* why it could not be read, or NULL */
+};
+
+/* name is "<base>.<digits>": the pid (at most 10 digits), else -1. */
+static long pid_suffix(const char *name, const char *base)
+{
+  size_t n = strlen(base);
+  if (strncmp(name, base, n) != 0 || name[n] != '.')
+    return -1;
+  const char *d = name + n + 1;
+  size_t len = strspn(d, "0123456789");
+  if (len == 0 || len > 10 || d[len] != '\0' || d[0] == '0')
+    return -1;
+  return strtol(d, NULL, 10);
+}
+
+static bool not_before(const struct timespec *t, const struct timespec *since)
+{
+  return t->tv_sec > since->tv_sec || (t->tv_sec == since->tv_sec && t->tv_nsec >= since->tv_nsec);
+}
+
+static int by_bytes_desc(const void *a, const void *b)
+{
+  const struct other *x = a, *y = b;
+  if (x->bytes != y->bytes)
+    return x->bytes > y->bytes ? -1 : 1;
+  return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static void others_free(struct other *v, size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    free(v[i].path);
+    free(v[i].exe);
+    free(v[i].problem);
+  }
+  free(v);
+}
+
+/*
+ * find_others: the profiles that the other processes of this run (fork
+ * children and the programs they exec) wrote next to `out`, as
+ * <out>.<pid>, modified since the run began (`since`, read from the coarse
+ * clock that file times come from, before PROGRAM started): an older file
+ * of the same name is not this run's. Sorted by allocated bytes, largest
+ * first. Returns how many, or -1 (*v NULL) when none could be listed.
+ */
+static long find_others(const char *out, const struct timespec *since, struct other **v)
+{
+  char dir[PATH_MAX];
+  *v = NULL;
+  snprintf(dir, sizeof dir, "%s", out);
+  char *slash = strrchr(dir, '/');
+  if (slash == NULL)
+    return -1;
+  const char *base = out + (slash - dir) + 1;
+  *slash = '\0';
+  DIR *d = opendir(dir[0] ? dir : "/");
+  if (d == NULL)
+    return -1;
+  size_t n = 0, cap = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    long pid = pid_suffix(e->d_name, base);
+    struct stat st;
+    char path[PATH_MAX];
+    if (pid < 0 || snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path ||
+        stat(path, &st) != 0 || !S_ISREG(st.st_mode) || !not_before(&st.st_mtim, since))
+      continue;
+    if (n == cap) {
+      struct other *grown = realloc(*v, (cap = cap ? 2 * cap : 8) * sizeof **v);
+      if (grown == NULL)
+        break;
+      *v = grown;
+    }
+    struct other *o = &(*v)[n];
+    *o = (struct other){.path = strdup(path), .pid = pid};
+    if (o->path == NULL)
+      break;
+    n++;
+    struct culpert__load_opts lo = {.stacks = CULPERT_STACKS_NONE};
+    struct culpert__profile *p;
+    char err[512];
+    if (culpert__profile_load_with(path, &lo, &p, err, sizeof err) != 0) {
+      o->problem = strdup(err);
+      o->bytes = -1;
+      continue;
+    }
+    o->bytes = p->total_bytes;
+    o->samples = p->total_samples;
+    const char *exe = culpert__profile_prop(p, "culpert.exe");
+    o->exe = exe ? strdup(exe) : NULL;
+    culpert__profile_free(p);
+  }
+  closedir(d);
+  if (n > 0)
+    qsort(*v, n, sizeof **v, by_bytes_desc);
+  return (long)n;
+}
+
+#define OTHERS_SHOWN 10
+
+/* List what find_others found: one row per process (program, pid, bytes,
+ * samples, file), the largest OTHERS_SHOWN. */
+static void print_others(FILE *f, const struct other *v, size_t n)
+{
+  size_t shown = n < OTHERS_SHOWN ? n : OTHERS_SHOWN;
+  size_t w_name = 0, w_bytes = 0, w_samples = 0;
+  char name[128], bytes[CULPERT_FMT_MAX], samples[32];
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < shown; i++) {
+      const struct other *o = &v[i];
+      char exe[64];
+      culpert__truncate(o->exe ? o->exe : "?", 32, exe, sizeof exe);
+      snprintf(name, sizeof name, "%s (pid %ld)", exe, o->pid);
+      if (pass == 0) {
+        size_t w = culpert__display_width(name);
+        w_name = w > w_name ? w : w_name;
+        if (o->problem == NULL) {
+          w = strlen(culpert__fmt_bytes(bytes, o->bytes));
+          w_bytes = w > w_bytes ? w : w_bytes;
+          w = (size_t)snprintf(samples, sizeof samples, "%" PRId64 " sample%s", o->samples,
+                               o->samples == 1 ? "" : "s");
+          w_samples = w > w_samples ? w : w_samples;
+        }
+        continue;
+      }
+      fputs("  ", f);
+      culpert__put_padded(f, name, w_name, 0);
+      if (o->problem != NULL) {
+        fprintf(f, "  unreadable: %s\n", o->problem);
+        continue;
+      }
+      fputs("  ", f);
+      culpert__put_padded(f, culpert__fmt_bytes(bytes, o->bytes), w_bytes, 1);
+      snprintf(samples, sizeof samples, "%" PRId64 " sample%s", o->samples,
+               o->samples == 1 ? "" : "s");
+      fputs("  ", f);
+      culpert__put_padded(f, samples, w_samples, 1);
+      fprintf(f, "  %s\n", o->path);
+    }
+  }
+  if (n > shown)
+    fprintf(f, "  ... (%zu more)\n", n - shown);
+}
+
 struct run_opts {
   const char *output;
   const char *rate; /* canonical decimal, or NULL */
@@ -265,6 +430,8 @@ int culpert__cmd_run(int argc, char **argv)
   struct sigaction sa, old_int, old_term;
   bool handlers = false;
   struct stat before;
+  struct other *other = NULL;
+  long others = 0;
   int status = CULPERT_EXIT_ERROR;
 
   int rc = parse(argc, argv, &o, rate_buf, sizeof rate_buf);
@@ -296,6 +463,8 @@ int culpert__cmd_run(int argc, char **argv)
   }
   handlers = true;
 
+  struct timespec since;
+  clock_gettime(CLOCK_REALTIME_COARSE, &since);
   pid_t pid = fork();
   if (pid < 0) {
     culpert__error("cannot fork to run %s: %s", o.argv[0], strerror(errno));
@@ -339,6 +508,16 @@ int culpert__cmd_run(int argc, char **argv)
   bool written = stat(out, &after) == 0 && (!existed || after.st_ino != before.st_ino ||
                                             after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
                                             after.st_mtim.tv_nsec != before.st_mtim.tv_nsec);
+  others = find_others(out, &since, &other);
+  if (!written && others > 0) {
+    fprintf(stderr,
+            "culpert: note: %s wrote no profile of its own (%s: it ended without running "
+            "exit handlers), but %ld other process%s of the run did:\n",
+            o.argv[0], out, others, others == 1 ? "" : "es");
+    print_others(stderr, other, (size_t)others);
+    status = prog_status;
+    goto out;
+  }
   if (!written) {
     if (prog_status != 0) {
       fprintf(stderr, "culpert: note: %s exited with status %d and wrote no profile (%s)\n",
@@ -361,6 +540,12 @@ int culpert__cmd_run(int argc, char **argv)
       status = r;
       goto out;
     }
+    if (others > 0) {
+      printf("\nOther processes of this run wrote profiles of their own (%ld), largest first;\n"
+             "'culpert report FILE' shows one:\n",
+             others);
+      print_others(stdout, other, (size_t)others);
+    }
   }
   status = prog_status;
 out:
@@ -372,5 +557,9 @@ out:
     close(pipefd[0]);
   if (pipefd[1] >= 0)
     close(pipefd[1]);
+  if (others > 0)
+    others_free(other, (size_t)others);
+  else
+    free(other);
   return status;
 }

@@ -480,10 +480,12 @@ static int write_file(const char *path, enum say_ok say_ok, int say_failure)
     unlink(tmp);
 out:
   if (rc == 0 && !culpert__cfg.quiet && say_ok == OK_SAY)
-    culpert__say("wrote profile to %s (%llu samples)", path, (unsigned long long)nsamples);
+    culpert__say("wrote profile to %s (%llu sample%s)", path, (unsigned long long)nsamples,
+                 nsamples == 1 ? "" : "s");
   else if (rc == 0 && !culpert__cfg.quiet && say_ok == OK_SAY_PERIODIC)
-    culpert__say("wrote profile to %s (%llu samples); rewriting it every %u s", path,
-                 (unsigned long long)nsamples, (unsigned)culpert__cfg.interval);
+    culpert__say("wrote profile to %s (%llu sample%s); rewriting it every %u s", path,
+                 (unsigned long long)nsamples, nsamples == 1 ? "" : "s",
+                 (unsigned)culpert__cfg.interval);
   else if (rc != 0 && say_failure)
     culpert__say("cannot write profile %s: %s", path, strerror(-rc));
   free(buf);

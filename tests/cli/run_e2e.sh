@@ -4,8 +4,9 @@
 # `culpert run` end to end with the real libculpert from the build tree:
 # the report of a workload with known spans, exit status pass-through
 # (plain, signal), the environment PROGRAM gets, the default file name,
-# --no-report, SIGTERM forwarding, and the errors (no profile from a static
-# binary, exec failure, CULPERT_LIB pointing nowhere).
+# --no-report, SIGTERM forwarding, the profiles of the processes PROGRAM
+# starts, and the errors (no profile from a static binary, exec failure,
+# CULPERT_LIB pointing nowhere).
 #   run_e2e.sh CULPERT WORKLOAD WORKLOAD_STATIC
 set -u
 culpert=$1 workload=$2 static=$3
@@ -82,13 +83,43 @@ rc=$?
 [ $rc -eq 2 ] || fail "static binary: exit $rc, want 2"
 has err "culpert: error: $static wrote no profile at $tmp/e.pb.gz" || fail "static binary message: $(cat err)"
 
-# 7. PROGRAM cannot be started: exit 2.
+# 7. Processes PROGRAM starts write <profile>.<pid>: the ones this run
+#    wrote are listed after the report, largest first (the fork child ran
+#    the spans twice, the exec'd copy once); an older file of that name
+#    and a name that is not <profile>.<pid> are not.
+touch -d '2020-01-01' "$tmp/k.pb.gz.12345"
+: >"$tmp/k.pb.gz.x1"
+"$culpert" run --rate 0 -o "$tmp/k.pb.gz" -- "$workload" children "$tmp/pids" >out 2>err
+rc=$?
+[ $rc -eq 0 ] || fail "children run exited $rc: $(cat err)"
+read -r forked execd <"$tmp/pids" || fail "no pids from the children run"
+grep -q '^flush_output  *400\.00 KB ' out || fail "children run: the parent's report: $(cat out)"
+has out "Other processes of this run wrote profiles of their own (2), largest first;" || fail "children run: no list of the others: $(cat out)"
+sed -n '/^Other processes/,$p' out >list
+sed -n 3p list | grep -qx "  run_workload (pid $forked)  *2\.54 MB  700 samples  $tmp/k\.pb\.gz\.$forked" ||
+  fail "children run: first row is not the fork child's: $(cat list)"
+sed -n 4p list | grep -qx "  run_workload (pid $execd)  *1\.27 MB  350 samples  $tmp/k\.pb\.gz\.$execd" ||
+  fail "children run: second row is not the exec'd child's: $(cat list)"
+[ "$(wc -l <list)" -eq 4 ] || fail "children run: listed more than the two children: $(cat list)"
+"$culpert" report "$tmp/k.pb.gz.$forked" >rep 2>&1 || fail "report of the fork child's profile: $(cat rep)"
+has rep "handle_batch                                   1.76 MB   69.23%  (self 200.00 KB)" || fail "the fork child's profile: $(cat rep)"
+
+# 8. PROGRAM writes no profile of its own (it ends with _exit) but a child
+#    does: a note lists the child's file, and PROGRAM's status (0) stands.
+"$culpert" run --rate 0 -o "$tmp/o.pb.gz" -- "$workload" orphan >out 2>err
+rc=$?
+[ $rc -eq 0 ] || fail "orphan run exited $rc, want 0: $(cat err)"
+has err "culpert: note: $workload wrote no profile of its own ($tmp/o.pb.gz: it ended without running exit handlers), but 1 other process of the run did:" || fail "orphan note: $(cat err)"
+grep -qx "  run_workload (pid [0-9]*)  1\.27 MB  350 samples  $tmp/o\.pb\.gz\.[0-9]*" err || fail "orphan row: $(cat err)"
+[ -s out ] && fail "orphan run printed a report: $(cat out)"
+
+# 9. PROGRAM cannot be started: exit 2.
 "$culpert" run -- ./no-such-program >out 2>err
 rc=$?
 [ $rc -eq 2 ] || fail "missing program: exit $rc, want 2"
 has err "culpert: error: cannot run ./no-such-program: No such file or directory" || fail "missing program message: $(cat err)"
 
-# 8. CULPERT_LIB pointing nowhere: exit 2 naming it.
+# 10. CULPERT_LIB pointing nowhere: exit 2 naming it.
 CULPERT_LIB=$tmp/nope.so "$culpert" run -- "$workload" >out 2>err
 rc=$?
 [ $rc -eq 2 ] || fail "bad CULPERT_LIB: exit $rc, want 2"

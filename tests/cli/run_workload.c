@@ -8,11 +8,19 @@
  *   run_workload [STATUS]   exits with STATUS (default 0)
  *   run_workload env        prints the variables culpert run sets
  *   run_workload wait FILE  creates FILE, then waits for a signal
+ *   run_workload children FILE
+ *                           allocates only flush_output's 400 KiB itself, and
+ *                           starts a fork child that runs the spans twice
+ *                           and an exec'd copy of itself that runs them
+ *                           once; writes their pids to FILE
+ *   run_workload orphan     a fork child runs the spans; the program then
+ *                           ends with _exit, writing no profile of its own
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <culpert.h>
@@ -59,6 +67,43 @@ int main(int argc, char **argv)
       printf("%s=%s\n", vars[i], v ? v : "(unset)");
     }
     return 0;
+  }
+  if (argc > 2 && strcmp(argv[1], "children") == 0) {
+    pid_t forked = fork();
+    if (forked == 0) {
+      for (int i = 0; i < 2; i++) {
+        handle_batch();
+        flush_output();
+      }
+      exit(0);
+    }
+    pid_t execd = fork();
+    if (execd == 0) {
+      execl("/proc/self/exe", argv[0], (char *)NULL);
+      _exit(127);
+    }
+    FILE *f = fopen(argv[2], "w");
+    if (forked < 0 || execd < 0 || f == NULL)
+      return 3;
+    fprintf(f, "%ld %ld\n", (long)forked, (long)execd);
+    fclose(f);
+    int st1, st2;
+    if (waitpid(forked, &st1, 0) < 0 || waitpid(execd, &st2, 0) < 0 || st1 != 0 || st2 != 0)
+      return 3;
+    flush_output();
+    return 0;
+  }
+  if (argc > 1 && strcmp(argv[1], "orphan") == 0) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      handle_batch();
+      flush_output();
+      exit(0);
+    }
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) < 0 || st != 0)
+      return 3;
+    _exit(0);
   }
   handle_batch();
   flush_output();

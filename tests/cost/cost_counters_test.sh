@@ -29,7 +29,7 @@ for mode in fp libunwind; do
     CULPERT_OUTPUT="$tmp/$mode.pb.gz" "$workload" mixed 1 20000 >/dev/null 2>"$tmp/$mode.err" \
     || { cat "$tmp/$mode.err"; fail "$mode: the workload failed under the counting build"; }
   line=$(grep 'cost counters:' "$tmp/$mode.err") || { cat "$tmp/$mode.err"; fail "$mode: no cost counters line"; }
-  written=$(sed -n 's/.*wrote profile to .* (\([0-9]*\) samples).*/\1/p' "$tmp/$mode.err")
+  written=$(sed -n 's/.*wrote profile to .* (\([0-9]*\) samples*).*/\1/p' "$tmp/$mode.err")
   read -r n draw stack weight record insert frees remove < <(echo "$line" | sed -E \
     's/.*: ([0-9]+) samples, TSC ticks each: draw ([0-9]+), stack ([0-9]+), weight ([0-9]+), record ([0-9]+), live insert ([0-9]+); ([0-9]+) sampled frees, ([0-9]+) ticks each$/\1 \2 \3 \4 \5 \6 \7 \8/')
   [[ $remove =~ ^[0-9]+$ ]] || fail "$mode: cannot read the counters line: $line"
