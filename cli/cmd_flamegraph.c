@@ -34,7 +34,8 @@
 enum weight_kind { WEIGHT_BYTES, WEIGHT_SAMPLES, WEIGHT_OBJECTS };
 
 struct options {
-  const char *path;
+  const char **paths; /* FILE..., npaths of them (merged when several) */
+  size_t npaths;
   const char *output; /* NULL or "-": standard output */
   const char *span;   /* --span filter, NULL for every sample */
   const char *title;
@@ -47,11 +48,11 @@ struct options {
 static void usage(FILE *f)
 {
   fprintf(f,
-          "usage: culpert flamegraph [options] FILE\n"
+          "usage: culpert flamegraph [options] FILE...\n"
           "\n"
           "Folded stacks (one 'root;...;leaf weight' line per distinct stack, sorted\n"
           "in byte order) or a self-contained interactive SVG flame graph of the\n"
-          "profile FILE ('-' reads standard input).\n"
+          "profile FILE ('-' reads standard input). Several FILEs are merged.\n"
           "\n"
           "  --format folded|svg     output format (default folded)\n"
           "  --weight bytes|samples|objects\n"
@@ -126,14 +127,15 @@ static int parse_args(int argc, char **argv, struct options *o)
   bool only_files = false;
   const char *v;
 
+  o->paths = calloc((size_t)argc, sizeof *o->paths);
+  if (!o->paths) {
+    culpert__error("out of memory");
+    return -ENOMEM;
+  }
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (only_files || a[0] != '-' || strcmp(a, "-") == 0) {
-      if (o->path) {
-        culpert__error("unexpected argument '%s': flamegraph takes one FILE", a);
-        return -EINVAL;
-      }
-      o->path = a;
+      o->paths[o->npaths++] = a;
     } else if (strcmp(a, "--") == 0) {
       only_files = true;
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -202,7 +204,7 @@ static int parse_args(int argc, char **argv, struct options *o)
       return -EINVAL;
     }
   }
-  if (!o->path) {
+  if (o->npaths == 0) {
     culpert__error("flamegraph needs a profile FILE (try 'culpert flamegraph --help')");
     return -EINVAL;
   }
@@ -790,6 +792,55 @@ static int check_weight(const struct culpert__profile *p, const struct options *
   return 0;
 }
 
+/* The sample rate for the subtitle; with several files merged, how many,
+ * and "differs" when their rates do. */
+static const char *rate_text(const struct culpert__profile *p, char *buf, size_t len)
+{
+  char r[CULPERT_FMT_MAX];
+  culpert__fmt_rate(r, p->rate);
+  if (p->nparts < 2)
+    snprintf(buf, len, "%s", r);
+  else
+    snprintf(buf, len, "%s, %zu profiles merged", p->mixed_rates ? "differs" : r, p->nparts);
+  return buf;
+}
+
+/* Load every FILE, check that each carries the weight asked for (naming the
+ * one that does not), and merge them when there are several. */
+static int load_all(const struct options *o, struct culpert__profile **out)
+{
+  struct culpert__profile **v = calloc(o->npaths, sizeof *v);
+  char err[512];
+  size_t i;
+  *out = NULL;
+  if (!v) {
+    culpert__error("out of memory");
+    return -ENOMEM;
+  }
+  for (i = 0; i < o->npaths; i++) {
+    if (culpert__profile_load(o->paths[i], &v[i], err, sizeof err) != 0) {
+      culpert__error("%s", err);
+      goto fail;
+    }
+    if (check_weight(v[i], o) != 0) {
+      i++;
+      goto fail;
+    }
+  }
+  int rc = 0;
+  if (o->npaths == 1)
+    *out = v[0];
+  else if ((rc = culpert__profile_merge(v, o->npaths, out, err, sizeof err)) != 0)
+    culpert__error("%s", err);
+  free(v);
+  return rc;
+fail:
+  while (i-- > 0)
+    culpert__profile_free(v[i]);
+  free(v);
+  return -EINVAL;
+}
+
 int culpert__cmd_flamegraph(int argc, char **argv)
 {
   struct options o = {.annotate = true, .weight = WEIGHT_BYTES};
@@ -797,25 +848,20 @@ int culpert__cmd_flamegraph(int argc, char **argv)
   struct tree t = {0};
   FILE *out = NULL;
   char *tmp = NULL;
-  char err[512];
   char *subtitle = NULL;
   int status = CULPERT_EXIT_ERROR;
   size_t matched = 0;
 
   int rc = parse_args(argc, argv, &o);
-  if (rc == 1)
-    return CULPERT_EXIT_OK;
-  if (rc != 0)
-    return CULPERT_EXIT_ERROR;
-
-  if (culpert__profile_load(o.path, &p, err, sizeof err) != 0) {
-    culpert__error("%s", err);
-    goto out;
+  if (rc != 0) {
+    free(o.paths);
+    return rc == 1 ? CULPERT_EXIT_OK : CULPERT_EXIT_ERROR;
   }
-  if (check_weight(p, &o) != 0)
+
+  if (load_all(&o, &p) != 0)
     goto out;
   if (build_tree(p, &o, &t, &matched) != 0) {
-    culpert__error("out of memory building the flame graph of '%s'", o.path);
+    culpert__error("out of memory building the flame graph of '%s'", p->path);
     goto out;
   }
   t.fg.unit = o.weight == WEIGHT_SAMPLES   ? CULPERT_FLAME_SAMPLES
@@ -825,21 +871,21 @@ int culpert__cmd_flamegraph(int argc, char **argv)
     if (o.span)
       fprintf(stderr, "culpert: note: no samples with a positive weight in span \"%s\"\n", o.span);
     else
-      fprintf(stderr, "culpert: note: no samples with a positive weight in '%s'\n", o.path);
+      fprintf(stderr, "culpert: note: no samples with a positive weight in '%s'\n", p->path);
   }
 
   if (open_output(o.output, &out, &tmp) != 0)
     goto out;
   if (o.svg) {
-    char rate[CULPERT_FMT_MAX];
-    size_t n = strlen(o.path) + (o.span ? strlen(o.span) : 0) + 256;
+    char rate[CULPERT_FMT_MAX + 64];
+    size_t n = strlen(p->path) + (o.span ? strlen(o.span) : 0) + 256;
     subtitle = malloc(n);
     if (!subtitle) {
       rc = -ENOMEM;
     } else {
       snprintf(subtitle, n, "%s \xC2\xB7 sample rate %s%s%s%s \xC2\xB7 %s", weight_label(&o),
-               culpert__fmt_rate(rate, p->rate), o.span ? " \xC2\xB7 span \xE2\x80\x9C" : "",
-               o.span ? o.span : "", o.span ? "\xE2\x80\x9D" : "", o.path);
+               rate_text(p, rate, sizeof rate), o.span ? " \xC2\xB7 span \xE2\x80\x9C" : "",
+               o.span ? o.span : "", o.span ? "\xE2\x80\x9D" : "", p->path);
       struct culpert__flame_svg_info info = {
           .title = o.title,
           .subtitle = subtitle,
@@ -850,7 +896,7 @@ int culpert__cmd_flamegraph(int argc, char **argv)
     rc = write_folded(out, &t.fg);
   }
   if (rc == -ENOMEM) {
-    culpert__error("out of memory writing the flame graph of '%s'", o.path);
+    culpert__error("out of memory writing the flame graph of '%s'", p->path);
     finish_output(o.output, out, tmp, false);
     goto out;
   }
@@ -860,6 +906,7 @@ int culpert__cmd_flamegraph(int argc, char **argv)
     goto out;
   status = CULPERT_EXIT_OK;
 out:
+  free(o.paths);
   free(subtitle);
   tree_free(&t);
   culpert__profile_free(p);

@@ -53,7 +53,8 @@ static const char *const default_skips[] = {
 enum view { VIEW_TREE, VIEW_FLAT, VIEW_CALLSITES };
 
 struct opts {
-  const char *file;
+  char **files; /* FILE..., nfiles of them */
+  int nfiles;
   enum view view;
   const char *span; /* --span NAME; NULL with --no-span */
   long top;         /* 0 = no limit */
@@ -66,10 +67,12 @@ struct opts {
 static void help(FILE *f)
 {
   fprintf(f,
-          "usage: culpert report [options] FILE\n"
+          "usage: culpert report [options] FILE...\n"
           "\n"
           "Where a profile's bytes go, by span. FILE is a pprof profile, gzipped or\n"
           "plain, from culpert, the Rust culpert or Go (heap/allocs); '-' reads stdin.\n"
+          "Several FILEs are merged (the processes of one run, say): their samples\n"
+          "add up, and spans of the same name under the same parent name merge.\n"
           "Files that decompress to more than %u MiB are refused\n"
           "(CULPERT_PROFILE_MAX_BYTES).\n"
           "\n"
@@ -110,10 +113,24 @@ static double pct(int64_t part, int64_t whole)
   return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-static void rate_and_samples(const struct culpert__profile *p, char *buf, size_t len)
+/* The sample rate for a header: "64.00 KB/alloc"; for several files
+ * merged, "64.00 KB/alloc, 3 profiles merged" or, when their rates differ,
+ * "differs, 3 profiles merged". */
+static const char *rate_text(const struct culpert__profile *p, char *buf, size_t len)
 {
   char r[CULPERT_FMT_MAX];
   culpert__fmt_rate(r, p->rate);
+  if (p->nparts < 2)
+    snprintf(buf, len, "%s", r);
+  else
+    snprintf(buf, len, "%s, %zu profiles merged", p->mixed_rates ? "differs" : r, p->nparts);
+  return buf;
+}
+
+static void rate_and_samples(const struct culpert__profile *p, char *buf, size_t len)
+{
+  char r[CULPERT_FMT_MAX + 64];
+  rate_text(p, r, sizeof r);
   if (p->has_samples)
     snprintf(buf, len, "%" PRId64 " samples, sample rate %s", p->total_samples, r);
   else
@@ -164,7 +181,20 @@ static void json_common_a(FILE *f, const struct culpert__profile *p, const struc
 {
   fputs("\"file\":", f);
   json_str(f, p->path);
-  fprintf(f, ",\"inuse\":%s,\"rate_bytes\":%" PRId64, o->inuse ? "true" : "false", p->rate);
+  if (p->nparts > 1) {
+    fputs(",\"files\":[", f);
+    for (size_t i = 0; i < p->nparts; i++) {
+      if (i)
+        fputc(',', f);
+      json_str(f, p->part_paths[i]);
+    }
+    fputc(']', f);
+  }
+  fprintf(f, ",\"inuse\":%s,\"rate_bytes\":", o->inuse ? "true" : "false");
+  if (p->mixed_rates)
+    fputs("null", f);
+  else
+    fprintf(f, "%" PRId64, p->rate);
 }
 
 static void json_common_b(FILE *f, const struct culpert__profile *p)
@@ -601,8 +631,8 @@ static int callsites(FILE *f, const struct culpert__profile *p, const struct opt
     fused[fi] = true;
   }
 
-  char r[CULPERT_FMT_MAX];
-  culpert__fmt_rate(r, p->rate);
+  char r[CULPERT_FMT_MAX + 64];
+  rate_text(p, r, sizeof r);
   if (!any) {
     if (o->json)
       goto json;
@@ -798,12 +828,51 @@ static int parse(int argc, char **argv, struct opts *o)
     culpert__error("report needs a profile FILE (see 'culpert report --help')");
     return -EINVAL;
   }
-  if (optind + 1 < argc) {
-    culpert__error("report takes one FILE, got '%s' too", argv[optind + 1]);
-    return -EINVAL;
-  }
-  o->file = argv[optind];
+  o->files = argv + optind;
+  o->nfiles = argc - optind;
   return 0;
+}
+
+/* Load FILE... (merged when there are several) into *out. With `inuse`,
+ * every file must have in-use values. Prints the error and returns -1. */
+static int load_all(char **files, int n, const struct culpert__load_opts *lo, bool inuse,
+                    struct culpert__profile **out)
+{
+  struct culpert__profile **v = calloc((size_t)n, sizeof *v);
+  char err[512];
+  int i;
+  *out = NULL;
+  if (!v) {
+    culpert__error("out of memory");
+    return -1;
+  }
+  for (i = 0; i < n; i++) {
+    if (culpert__profile_load_with(files[i], lo, &v[i], err, sizeof err)) {
+      culpert__error("%s", err);
+      goto fail;
+    }
+    if (inuse && !v[i]->has_inuse) {
+      culpert__error("%s: --inuse: this profile has no in-use values (no inuse_space sample "
+                     "type)",
+                     files[i]);
+      i++;
+      goto fail;
+    }
+  }
+  if (n == 1) {
+    *out = v[0];
+  } else if (culpert__profile_merge(v, (size_t)n, out, err, sizeof err) != 0) {
+    culpert__error("%s", err);
+    free(v);
+    return -1;
+  }
+  free(v);
+  return 0;
+fail:
+  while (i-- > 0)
+    culpert__profile_free(v[i]);
+  free(v);
+  return -1;
 }
 
 int culpert__cmd_report(int argc, char **argv)
@@ -811,7 +880,6 @@ int culpert__cmd_report(int argc, char **argv)
   struct opts o = {.top = 20};
   struct culpert__profile *p = NULL;
   struct culpert__span_node *root = NULL;
-  char err[512];
   int status = CULPERT_EXIT_ERROR;
 
   int rc = parse(argc, argv, &o);
@@ -841,16 +909,8 @@ int culpert__cmd_report(int argc, char **argv)
   struct culpert__load_opts lo = {.stacks = o.view == VIEW_CALLSITES ? CULPERT_STACKS_OF_SPAN
                                                                      : CULPERT_STACKS_NONE,
                                   .span = o.span};
-  if (culpert__profile_load_with(o.file, &lo, &p, err, sizeof err)) {
-    culpert__error("%s", err);
+  if (load_all(o.files, o.nfiles, &lo, o.inuse, &p) != 0)
     goto out;
-  }
-  if (o.inuse && !p->has_inuse) {
-    culpert__error("%s: --inuse: this profile has no in-use values (no inuse_space sample "
-                   "type)",
-                   o.file);
-    goto out;
-  }
   if (o.view == VIEW_CALLSITES) {
     rc = callsites(stdout, p, &o);
   } else {
@@ -861,7 +921,7 @@ int culpert__cmd_report(int argc, char **argv)
                                : tree_text(stdout, p, &o, root);
   }
   if (rc) {
-    culpert__error("%s: %s", o.file, strerror(-rc));
+    culpert__error("%s: %s", p->path, strerror(-rc));
     goto out;
   }
   status = CULPERT_EXIT_OK;

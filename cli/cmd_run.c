@@ -542,7 +542,7 @@ int culpert__cmd_run(int argc, char **argv)
     }
     if (others > 0) {
       printf("\nOther processes of this run wrote profiles of their own (%ld), largest first;\n"
-             "'culpert report FILE' shows one:\n",
+             "'culpert report FILE...' shows one, or several merged:\n",
              others);
       print_others(stdout, other, (size_t)others);
     }

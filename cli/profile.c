@@ -67,6 +67,10 @@ struct arena {
   size_t total;     /* bytes handed out plus chunk overhead */
   size_t budget;    /* 0 = unlimited */
   bool over_budget; /* an allocation failed because of the budget */
+  /* A merged profile's model arena owns the profiles it was made from
+   * (their frames and strings are shared); malloc'd, freed with it. */
+  struct culpert__profile **parts;
+  size_t nparts;
 };
 
 /* `n` bytes aligned to `align` (a power of two, at most 16). */
@@ -1997,14 +2001,179 @@ out:
   return rc;
 }
 
-void culpert__profile_free(struct culpert__profile *p)
+/* Free a model arena and the profiles it owns. */
+static void model_free(struct arena *a)
 {
-  if (!p)
-    return;
-  /* p itself lives in its arena. */
-  struct arena *a = p->arena_;
+  struct culpert__profile **parts = a->parts;
+  size_t nparts = a->nparts;
   arena_free(a);
   free(a);
+  for (size_t i = 0; i < nparts; i++)
+    culpert__profile_free(parts[i]);
+  free(parts);
+}
+
+void culpert__profile_free(struct culpert__profile *p)
+{
+  /* p itself lives in its arena. */
+  if (p)
+    model_free(p->arena_);
+}
+
+/* ---- merging profiles ---------------------------------------------------- */
+
+/* Span ids of one file -> ids unique across the merge (open addressing;
+ * key 0 = empty, as 0 means "no id" in the model). */
+struct span_remap {
+  int64_t *keys, *vals;
+  size_t cap;
+};
+
+static int64_t remap_span(struct span_remap *m, int64_t id, int64_t *next)
+{
+  if (id == 0)
+    return 0;
+  size_t i = (size_t)((uint64_t)id * UINT64_C(0x9E3779B97F4A7C15) >> 32) & (m->cap - 1);
+  while (m->keys[i] != 0 && m->keys[i] != id)
+    i = (i + 1) & (m->cap - 1);
+  if (m->keys[i] == 0) {
+    m->keys[i] = id;
+    m->vals[i] = ++*next;
+  }
+  return m->vals[i];
+}
+
+/* *sum += v, clamped to the int64 range like the loader's totals. */
+static void sum_sat(int64_t *sum, int64_t v)
+{
+  if (__builtin_add_overflow(*sum, v, sum))
+    *sum = v > 0 ? INT64_MAX : INT64_MIN;
+}
+
+static int add_size(size_t *sum, size_t n)
+{
+  return __builtin_add_overflow(*sum, n, sum) ? -EOVERFLOW : 0;
+}
+
+int culpert__profile_merge(struct culpert__profile **in, size_t n, struct culpert__profile **out,
+                           char *err, size_t errlen)
+{
+  struct arena *a = calloc(1, sizeof *a);
+  struct culpert__profile **parts = malloc(n * sizeof *parts);
+  struct culpert__profile *m = NULL;
+  size_t nsamples = 0, nframes = 0, nrefs = 0, paths = 0;
+  *out = NULL;
+  if (!a || !parts || n == 0) {
+    free(a);
+    free(parts);
+    for (size_t i = 0; i < n; i++)
+      culpert__profile_free(in[i]);
+    snprintf(err, errlen, n == 0 ? "no profiles to merge" : "out of memory merging profiles");
+    return n == 0 ? -EINVAL : -ENOMEM;
+  }
+  memcpy(parts, in, n * sizeof *parts);
+  a->parts = parts;
+  a->nparts = n;
+  for (size_t i = 0; i < n; i++) {
+    const struct culpert__profile *p = in[i];
+    if (add_size(&nsamples, p->nsamples) || add_size(&nframes, p->nframes) ||
+        add_size(&paths, strlen(p->path) + 2))
+      goto too_big;
+    for (size_t k = 0; k < p->nsamples; k++)
+      if (add_size(&nrefs, p->samples[k].nframes))
+        goto too_big;
+  }
+  if (nframes > UINT32_MAX)
+    goto too_big;
+  m = arena_calloc(a, 1, sizeof *m);
+  if (!m)
+    goto nomem;
+  m->arena_ = a;
+  m->samples = arena_calloc(a, nsamples ? nsamples : 1, sizeof *m->samples);
+  m->frames = arena_calloc(a, nframes ? nframes : 1, sizeof *m->frames);
+  uint32_t *refs = arena_calloc(a, nrefs ? nrefs : 1, sizeof *refs);
+  char *path = arena_alloc(a, paths);
+  const char **part_paths = arena_calloc(a, n, sizeof *part_paths);
+  if (!m->samples || !m->frames || !refs || !path || !part_paths)
+    goto nomem;
+
+  /* Header: the first file's, with what the others change. Values are
+   * unbiased estimates in every file, so they add up whatever the rates. */
+  const struct culpert__profile *first = in[0];
+  m->producer = first->producer;
+  m->rate = first->rate;
+  m->has_objects = m->has_inuse = m->has_samples = true;
+  int64_t start = INT64_MAX, end = INT64_MIN;
+  path[0] = '\0';
+  int64_t next_id = 0;
+  for (size_t i = 0; i < n; i++) {
+    const struct culpert__profile *p = in[i];
+    if (p->rate != first->rate)
+      m->mixed_rates = true;
+    m->has_objects &= p->has_objects;
+    m->has_inuse &= p->has_inuse;
+    m->has_samples &= p->has_samples;
+    if (p->time_nanos > 0) {
+      start = p->time_nanos < start ? p->time_nanos : start;
+      int64_t e = p->time_nanos + (p->duration_nanos > 0 ? p->duration_nanos : 0);
+      end = e > end ? e : end;
+    }
+    if (i > 0)
+      strcat(path, ", ");
+    strcat(path, p->path);
+    part_paths[i] = p->path;
+
+    /* Spans are renumbered so no two files share an id; the tree still
+     * merges spans of the same name under the same parent name. */
+    struct span_remap map = {.cap = 16};
+    while (map.cap < 2 * p->nsamples * 2 + 16)
+      map.cap *= 2;
+    map.keys = calloc(map.cap, sizeof *map.keys);
+    map.vals = calloc(map.cap, sizeof *map.vals);
+    if (!map.keys || !map.vals) {
+      free(map.keys);
+      free(map.vals);
+      goto nomem;
+    }
+    uint32_t frame_base = (uint32_t)m->nframes;
+    memcpy(m->frames + m->nframes, p->frames, p->nframes * sizeof *p->frames);
+    m->nframes += p->nframes;
+    for (size_t k = 0; k < p->nsamples; k++) {
+      struct culpert__sample *d = &m->samples[m->nsamples++];
+      *d = p->samples[k];
+      d->span_id = remap_span(&map, d->span_id, &next_id);
+      d->span_parent_id = remap_span(&map, d->span_parent_id, &next_id);
+      for (uint32_t j = 0; j < d->nframes; j++)
+        refs[j] = d->frames[j] + frame_base;
+      d->frames = refs;
+      refs += d->nframes;
+    }
+    free(map.keys);
+    free(map.vals);
+    sum_sat(&m->total_bytes, p->total_bytes);
+    sum_sat(&m->total_objects, p->total_objects);
+    sum_sat(&m->total_inuse_bytes, p->total_inuse_bytes);
+    sum_sat(&m->total_inuse_objects, p->total_inuse_objects);
+    sum_sat(&m->total_samples, p->total_samples);
+  }
+  if (start != INT64_MAX) {
+    m->time_nanos = start;
+    m->duration_nanos = end - start;
+  }
+  m->path = path;
+  m->nparts = n;
+  m->part_paths = part_paths;
+  *out = m;
+  return 0;
+
+too_big:
+  snprintf(err, errlen, "the %zu profiles are too large to merge", n);
+  model_free(a);
+  return -EOVERFLOW;
+nomem:
+  snprintf(err, errlen, "out of memory merging %zu profiles", n);
+  model_free(a);
+  return -ENOMEM;
 }
 
 const char *culpert__profile_prop(const struct culpert__profile *p, const char *key)

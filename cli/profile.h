@@ -54,7 +54,7 @@ struct culpert__sample {
 struct culpert__profile {
   char *path; /* as given to the loader */
   enum culpert__producer producer;
-  int64_t rate; /* period in bytes; 0 = every allocation */
+  int64_t rate; /* period in bytes; 0 = every allocation (merged: the first file's) */
   int64_t time_nanos;
   int64_t duration_nanos;
   bool has_objects, has_inuse, has_samples;
@@ -82,6 +82,12 @@ struct culpert__profile {
   int64_t total_inuse_bytes;
   int64_t total_inuse_objects;
   int64_t total_samples;
+
+  /* Set by culpert__profile_merge: how many files (0 for one loaded
+   * file), and whether their rates differ. */
+  size_t nparts;
+  const char *const *part_paths; /* the files' paths, nparts of them */
+  bool mixed_rates;
 
   void *arena_; /* owned storage; private to profile.c */
 };
@@ -131,6 +137,19 @@ int culpert__profile_load_buffer_with(const void *data, size_t len, const char *
                                       struct culpert__profile **out, char *err, size_t errlen);
 
 void culpert__profile_free(struct culpert__profile *p);
+
+/*
+ * culpert__profile_merge: one profile holding every sample of in[0..n-1],
+ * which it takes over (they are freed with it, or at once on failure).
+ * Frames are shared; span ids are renumbered so that spans of different
+ * files never share one (the span tree still merges spans of the same name
+ * under the same parent name, across files as within one). Totals add up,
+ * since every file's values are unbiased estimates whatever its rate; a
+ * value kind counts as present only when every file has it. `path` lists
+ * the files, comma-separated; props, metadata and notes are empty.
+ */
+int culpert__profile_merge(struct culpert__profile **in, size_t n, struct culpert__profile **out,
+                           char *err, size_t errlen);
 
 /* Look up a culpert.* property ("culpert.stack"); NULL when absent. */
 const char *culpert__profile_prop(const struct culpert__profile *p, const char *key);

@@ -4,7 +4,8 @@
 # One golden-file test of the culpert command.
 #   run_golden.sh CULPERT MKPROFILE FIXTURE GOLDEN EXIT [ARGS...]
 # Builds FIXTURE (mkprofile text; "*.plain.txt" is written as plain
-# protobuf, "-" builds nothing) into profile.pb.gz in a scratch directory,
+# protobuf, "-" builds nothing; "A:B" builds B too, as profile2.pb.gz for
+# @PROFILE2@) into profile.pb.gz in a scratch directory,
 # runs `CULPERT ARGS...` there with every @PROFILE@ replaced by that file,
 # and compares stdout, then "--- stderr" and stderr when there is any, with
 # GOLDEN byte for byte; the exit status must be EXIT.
@@ -15,16 +16,27 @@ shift 5
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-if [ "$fixture" != - ]; then
-  case $fixture in
+# FIXTURE may be two fixtures joined by ':' (the second for @PROFILE2@).
+build() {
+  case $1 in
   *.plain.txt) plain=--plain ;;
   *) plain= ;;
   esac
-  "$mkprofile" "$fixture" "$tmp/profile.pb.gz" $plain || { echo "FAIL: mkprofile $fixture"; exit 1; }
+  "$mkprofile" "$1" "$2" $plain || { echo "FAIL: mkprofile $1"; exit 1; }
+}
+if [ "$fixture" != - ]; then
+  case $fixture in
+  *:*)
+    build "${fixture%%:*}" "$tmp/profile.pb.gz"
+    build "${fixture#*:}" "$tmp/profile2.pb.gz"
+    ;;
+  *) build "$fixture" "$tmp/profile.pb.gz" ;;
+  esac
 fi
 for a do
   shift
   [ "$a" = @PROFILE@ ] && a=profile.pb.gz
+  [ "$a" = @PROFILE2@ ] && a=profile2.pb.gz
   set -- "$@" "$a"
 done
 

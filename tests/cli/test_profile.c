@@ -604,6 +604,88 @@ static void test_profile_error_names_file(void **state)
   free(buf);
 }
 
+/* A profile of one span tree for the merge test: root span 1 named `root`,
+ * span 2 `parse` under it; one sample in span 2 whose stack is `leaf`, one
+ * synthetic sample for span 1, and with `extra` one outside every span. */
+static uint8_t *merge_part(const char *root, const char *leaf, int64_t rate, int inuse, int extra,
+                           size_t *len)
+{
+  struct pbuild b;
+  pb_init(&b);
+  b.prof.period = rate;
+  add_type(&b, "alloc_objects", "count");
+  add_type(&b, "alloc_space", "bytes");
+  if (inuse) {
+    add_type(&b, "inuse_objects", "count");
+    add_type(&b, "inuse_space", "bytes");
+  }
+  add_type(&b, "samples", "count");
+  size_t nv = inuse ? 5 : 3;
+  int64_t kname = str(&b, "span_name"), kid = str(&b, "span_id"), kpar = str(&b, "span_parent_id");
+  add_function(&b, 1, leaf, "", "");
+  add_location(&b, 1, 0x1000, 0, 1, (uint64_t[]){1});
+  Perftools__Profiles__Sample *s = add_sample(
+      &b, 1, (uint64_t[]){1}, nv, inuse ? (int64_t[]){2, 200, 1, 100, 2} : (int64_t[]){3, 300, 3});
+  add_label(&b, s, kname, str(&b, "parse"), 0);
+  add_label(&b, s, kid, 0, 2);
+  add_label(&b, s, kpar, 0, 1);
+  s = add_sample(&b, 0, NULL, nv, (int64_t[]){0, 0, 0, 0, 0});
+  add_label(&b, s, kname, str(&b, root), 0);
+  add_label(&b, s, kid, 0, 1);
+  if (extra)
+    add_sample(&b, 0, NULL, nv, inuse ? (int64_t[]){1, 1000, 0, 0, 1} : (int64_t[]){1, 1000, 1});
+  return pack(&b, len);
+}
+
+/* Merging: samples and totals add up; span ids of different files never
+ * collide (both files use ids 1 and 2), while parents stay within their
+ * file; frames resolve to each file's own functions; a value kind one file
+ * lacks is absent; differing rates are flagged. */
+static void test_profile_merge(void **state)
+{
+  (void)state;
+  size_t la, lb;
+  uint8_t *a = merge_part("handle", "leaf_a", 65536, 1, 0, &la);
+  uint8_t *b = merge_part("other", "leaf_b", 4096, 0, 1, &lb);
+  struct culpert__profile *in[2] = {NULL, NULL}, *m = NULL;
+  char err[512] = "";
+  assert_int_equal(culpert__profile_load_buffer(a, la, "a.pb", &in[0], err, sizeof err), 0);
+  assert_int_equal(culpert__profile_load_buffer(b, lb, "b.pb", &in[1], err, sizeof err), 0);
+  assert_int_equal(culpert__profile_merge(in, 2, &m, err, sizeof err), 0);
+
+  assert_int_equal(m->nsamples, 5);
+  assert_int_equal(m->total_bytes, 200 + 300 + 1000);
+  assert_int_equal(m->total_samples, 2 + 3 + 1);
+  assert_false(m->has_inuse);
+  assert_true(m->has_objects && m->has_samples);
+  assert_true(m->mixed_rates);
+  assert_int_equal(m->rate, 65536);
+  assert_int_equal(m->nparts, 2);
+  assert_string_equal(m->part_paths[0], "a.pb");
+  assert_string_equal(m->part_paths[1], "b.pb");
+  assert_string_equal(m->path, "a.pb, b.pb");
+
+  const struct culpert__sample *pa = &m->samples[0], *ra = &m->samples[1];
+  const struct culpert__sample *pb = &m->samples[2], *rb = &m->samples[3];
+  assert_string_equal(ra->span_name, "handle");
+  assert_string_equal(rb->span_name, "other");
+  assert_int_equal(pa->span_parent_id, ra->span_id);
+  assert_int_equal(pb->span_parent_id, rb->span_id);
+  assert_int_not_equal(ra->span_id, rb->span_id);
+  assert_int_not_equal(pa->span_id, pb->span_id);
+  assert_int_not_equal(pa->span_id, rb->span_id);
+  assert_int_equal(ra->span_parent_id, 0);
+  assert_int_equal(m->samples[4].span_id, 0);
+  assert_null(m->samples[4].span_name);
+  assert_int_equal(pa->nframes, 1);
+  assert_int_equal(pb->nframes, 1);
+  assert_string_equal(m->frames[pa->frames[0]].function, "leaf_a");
+  assert_string_equal(m->frames[pb->frames[0]].function, "leaf_b");
+  culpert__profile_free(m);
+  free(a);
+  free(b);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -620,6 +702,7 @@ int main(void)
       cmocka_unit_test(test_profile_bad_label_after_good_one),
       cmocka_unit_test(test_profile_bare_sample_after_full_one),
       cmocka_unit_test(test_profile_error_names_file),
+      cmocka_unit_test(test_profile_merge),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
