@@ -792,19 +792,6 @@ static int check_weight(const struct culpert__profile *p, const struct options *
   return 0;
 }
 
-/* The sample rate for the subtitle; with several files merged, how many,
- * and "differs" when their rates do. */
-static const char *rate_text(const struct culpert__profile *p, char *buf, size_t len)
-{
-  char r[CULPERT_FMT_MAX];
-  culpert__fmt_rate(r, p->rate);
-  if (p->nparts < 2)
-    snprintf(buf, len, "%s", r);
-  else
-    snprintf(buf, len, "%s, %zu profiles merged", p->mixed_rates ? "differs" : r, p->nparts);
-  return buf;
-}
-
 /* Load every FILE, check that each carries the weight asked for (naming the
  * one that does not), and merge them when there are several. */
 static int load_all(const struct options *o, struct culpert__profile **out)
@@ -877,15 +864,16 @@ int culpert__cmd_flamegraph(int argc, char **argv)
   if (open_output(o.output, &out, &tmp) != 0)
     goto out;
   if (o.svg) {
-    char rate[CULPERT_FMT_MAX + 64];
+    char rate[CULPERT_FMT_RATES_MAX];
     size_t n = strlen(p->path) + (o.span ? strlen(o.span) : 0) + 256;
     subtitle = malloc(n);
     if (!subtitle) {
       rc = -ENOMEM;
     } else {
       snprintf(subtitle, n, "%s \xC2\xB7 sample rate %s%s%s%s \xC2\xB7 %s", weight_label(&o),
-               rate_text(p, rate, sizeof rate), o.span ? " \xC2\xB7 span \xE2\x80\x9C" : "",
-               o.span ? o.span : "", o.span ? "\xE2\x80\x9D" : "", p->path);
+               culpert__fmt_merged_rate(rate, p->rate, p->nparts, p->mixed_rates),
+               o.span ? " \xC2\xB7 span \xE2\x80\x9C" : "", o.span ? o.span : "",
+               o.span ? "\xE2\x80\x9D" : "", p->path);
       struct culpert__flame_svg_info info = {
           .title = o.title,
           .subtitle = subtitle,

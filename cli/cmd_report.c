@@ -113,24 +113,10 @@ static double pct(int64_t part, int64_t whole)
   return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-/* The sample rate for a header: "64.00 KB/alloc"; for several files
- * merged, "64.00 KB/alloc, 3 profiles merged" or, when their rates differ,
- * "differs, 3 profiles merged". */
-static const char *rate_text(const struct culpert__profile *p, char *buf, size_t len)
-{
-  char r[CULPERT_FMT_MAX];
-  culpert__fmt_rate(r, p->rate);
-  if (p->nparts < 2)
-    snprintf(buf, len, "%s", r);
-  else
-    snprintf(buf, len, "%s, %zu profiles merged", p->mixed_rates ? "differs" : r, p->nparts);
-  return buf;
-}
-
 static void rate_and_samples(const struct culpert__profile *p, char *buf, size_t len)
 {
-  char r[CULPERT_FMT_MAX + 64];
-  rate_text(p, r, sizeof r);
+  char r[CULPERT_FMT_RATES_MAX];
+  culpert__fmt_merged_rate(r, p->rate, p->nparts, p->mixed_rates);
   if (p->has_samples)
     snprintf(buf, len, "%" PRId64 " samples, sample rate %s", p->total_samples, r);
   else
@@ -631,8 +617,8 @@ static int callsites(FILE *f, const struct culpert__profile *p, const struct opt
     fused[fi] = true;
   }
 
-  char r[CULPERT_FMT_MAX + 64];
-  rate_text(p, r, sizeof r);
+  char r[CULPERT_FMT_RATES_MAX];
+  culpert__fmt_merged_rate(r, p->rate, p->nparts, p->mixed_rates);
   if (!any) {
     if (o->json)
       goto json;

@@ -55,6 +55,18 @@ const char *culpert__fmt_rate(char buf[CULPERT_FMT_MAX], int64_t rate)
   return buf;
 }
 
+const char *culpert__fmt_merged_rate(char buf[CULPERT_FMT_RATES_MAX], int64_t rate, size_t nfiles,
+                                     bool mixed)
+{
+  char r[CULPERT_FMT_MAX];
+  culpert__fmt_rate(r, rate);
+  if (nfiles < 2)
+    snprintf(buf, CULPERT_FMT_RATES_MAX, "%s", r);
+  else
+    snprintf(buf, CULPERT_FMT_RATES_MAX, "%s, %zu profiles merged", mixed ? "differs" : r, nfiles);
+  return buf;
+}
+
 /* Decode one UTF-8 sequence at s; returns its length (1 for invalid bytes)
  * and the code point in *cp (0xFFFD when invalid). */
 static size_t utf8_next(const unsigned char *s, uint32_t *cp)

@@ -6,6 +6,7 @@
 #ifndef CULPERT_CLI_FORMAT_H
 #define CULPERT_CLI_FORMAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +23,13 @@ const char *culpert__fmt_delta(char buf[CULPERT_FMT_MAX], int64_t delta);
 
 /* The sample rate: "64.00 KB/alloc"; 0 -> "every allocation". */
 const char *culpert__fmt_rate(char buf[CULPERT_FMT_MAX], int64_t rate);
+
+/* The rate of a profile that may be several merged: as culpert__fmt_rate
+ * for one file; "64.00 KB/alloc, 3 profiles merged" for several, and
+ * "differs, 3 profiles merged" when their rates differ. */
+#define CULPERT_FMT_RATES_MAX (CULPERT_FMT_MAX + 48)
+const char *culpert__fmt_merged_rate(char buf[CULPERT_FMT_RATES_MAX], int64_t rate, size_t nfiles,
+                                     bool mixed);
 
 /* Columns a UTF-8 string takes on a terminal: one per code point, two for
  * East Asian wide and fullwidth characters, none for combining marks.
