@@ -25,19 +25,21 @@
 static void help(FILE *f)
 {
   fprintf(f,
-          "usage: culpert info [options] FILE\n"
+          "usage: culpert info [options] FILE...\n"
           "\n"
           "What a profile file holds: sample rate, totals, spans, how it was\n"
           "captured (producer, stack mode, dropped samples, duration, process) and\n"
           "its metadata (key=value comments other than culpert.*). FILE is a pprof\n"
           "profile, gzipped or plain, from culpert, the Rust culpert or Go; '-'\n"
           "reads stdin. Files that decompress to more than %u MiB are refused\n"
-          "(CULPERT_PROFILE_MAX_BYTES).\n"
+          "(CULPERT_PROFILE_MAX_BYTES). Several FILEs: one block each, separated\n"
+          "by a blank line.\n"
           "\n"
           "Options:\n"
           "  -h, --help         show this help\n"
           "\n"
-          "Exit status: 0 success, 2 error (unreadable or invalid profile, bad option).\n",
+          "Exit status: 0 success, 2 error (unreadable or invalid profile, bad option;\n"
+          "with several FILEs, the others are still shown).\n",
           CULPERT_PROFILE_MAX_BYTES >> 20);
 }
 
@@ -207,23 +209,29 @@ int culpert__cmd_info(int argc, char **argv)
     culpert__error("info needs a profile FILE (see 'culpert info --help')");
     return CULPERT_EXIT_ERROR;
   }
-  if (optind + 1 < argc) {
-    culpert__error("info takes one FILE, got '%s' too", argv[optind + 1]);
-    return CULPERT_EXIT_ERROR;
-  }
+  /* Several FILEs: one block each, a blank line between them; a file that
+   * cannot be read is reported and the others are still shown. */
   static const struct culpert__load_opts lo = {.stacks = CULPERT_STACKS_NONE}; /* no stacks shown */
-  if (culpert__profile_load_with(argv[optind], &lo, &p, err, sizeof err)) {
-    culpert__error("%s", err);
-    goto out;
-  }
-  long spans = unique_spans(p);
-  if (spans < 0) {
-    culpert__error("%s: out of memory", argv[optind]);
-    goto out;
-  }
-  show(p, spans);
   status = CULPERT_EXIT_OK;
-out:
-  culpert__profile_free(p);
+  for (int i = optind; i < argc; i++) {
+    if (culpert__profile_load_with(argv[i], &lo, &p, err, sizeof err)) {
+      fflush(stdout);
+      culpert__error("%s", err);
+      status = CULPERT_EXIT_ERROR;
+      continue;
+    }
+    long spans = unique_spans(p);
+    if (spans < 0) {
+      fflush(stdout);
+      culpert__error("%s: out of memory", argv[i]);
+      status = CULPERT_EXIT_ERROR;
+    } else {
+      if (i > optind)
+        putchar('\n');
+      show(p, spans);
+    }
+    culpert__profile_free(p);
+    p = NULL;
+  }
   return status;
 }
