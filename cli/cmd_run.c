@@ -47,7 +47,8 @@ static void help(FILE *f)
              "Options:\n"
              "  -o, --output FILE  write the profile to FILE (default\n"
              "                     culpert.<program>.<pid>.pb.gz in the current directory,\n"
-             "                     <pid> being PROGRAM's process id)\n"
+             "                     <pid> being PROGRAM's process id); %%p in FILE is\n"
+             "                     that pid, %%e PROGRAM's name, %%%% a '%%'\n"
              "  --rate BYTES       mean bytes between samples (CULPERT_SAMPLE_RATE);\n"
              "                     suffixes K, M, G, T with optional i and B (4K, 512KiB,\n"
              "                     1MB: all powers of 1024); 0 records every allocation\n"
@@ -153,18 +154,46 @@ static const char *base_name(const char *path)
   return s ? s + 1 : path;
 }
 
-/* The profile path: -o FILE or culpert.<program>.<pid>.pb.gz, made absolute
- * so a PROGRAM that changes directory still writes where we look. */
+/* -o FILE with CULPERT_OUTPUT's %p (PROGRAM's pid), %e (PROGRAM as given,
+ * without its directories) and %% expanded into name[len]. */
+static int expand_output(const char *tmpl, const char *program, pid_t pid, char *name, size_t len)
+{
+  size_t at = 0;
+  for (const char *c = tmpl; *c; c++) {
+    char num[32];
+    const char *put = c;
+    size_t n = 1;
+    if (c[0] == '%' && (c[1] == 'p' || c[1] == 'e' || c[1] == '%')) {
+      if (c[1] == 'p')
+        n = (size_t)snprintf(num, sizeof num, "%ld", (long)pid), put = num;
+      else if (c[1] == 'e')
+        put = base_name(program), n = strlen(put);
+      c++;
+    }
+    if (n >= len - at)
+      return -ENAMETOOLONG;
+    memcpy(name + at, put, n);
+    at += n;
+  }
+  name[at] = '\0';
+  return 0;
+}
+
+/* The profile path: -o FILE (expanded) or culpert.<program>.<pid>.pb.gz,
+ * made absolute so a PROGRAM that changes directory still writes where we
+ * look. */
 static int output_path(const char *opt_o, const char *program, pid_t pid, char *out, size_t len)
 {
   char name[PATH_MAX];
   int n;
-  if (opt_o)
-    n = snprintf(name, sizeof name, "%s", opt_o);
-  else
+  if (opt_o) {
+    if (expand_output(opt_o, program, pid, name, sizeof name) != 0)
+      return -ENAMETOOLONG;
+  } else {
     n = snprintf(name, sizeof name, "culpert.%s.%ld.pb.gz", base_name(program), (long)pid);
-  if (n < 0 || (size_t)n >= sizeof name)
-    return -ENAMETOOLONG;
+    if (n < 0 || (size_t)n >= sizeof name)
+      return -ENAMETOOLONG;
+  }
   if (name[0] == '/') {
     n = snprintf(out, len, "%s", name);
   } else {
@@ -342,15 +371,24 @@ struct run_opts {
  * errno through `fd` and exit. Never returns. */
 static void child(const struct run_opts *o, const char *lib, int fd)
 {
-  char out[PATH_MAX], preload[PATH_MAX * 2];
+  char out[PATH_MAX], env_out[PATH_MAX * 2], preload[PATH_MAX * 2];
   int err = 0;
   const char *old = getenv("LD_PRELOAD");
   if (old && *old)
     snprintf(preload, sizeof preload, "%s %s", lib, old);
   else
     snprintf(preload, sizeof preload, "%s", lib);
-  if (output_path(o->output, o->argv[0], getpid(), out, sizeof out) != 0 ||
-      setenv("LD_PRELOAD", preload, 1) || setenv("CULPERT_OUTPUT", out, 1) ||
+  int bad_path = output_path(o->output, o->argv[0], getpid(), out, sizeof out);
+  /* The path is final: '%' doubled, so libculpert expands nothing in it,
+   * and the processes PROGRAM starts append .PID to this one name. */
+  size_t at = 0;
+  for (const char *c = out; !bad_path && *c; c++) {
+    env_out[at++] = *c;
+    if (*c == '%')
+      env_out[at++] = '%';
+  }
+  env_out[at] = '\0';
+  if (bad_path != 0 || setenv("LD_PRELOAD", preload, 1) || setenv("CULPERT_OUTPUT", env_out, 1) ||
       (o->rate && setenv("CULPERT_SAMPLE_RATE", o->rate, 1)) ||
       (o->stack && setenv("CULPERT_STACK", o->stack, 1)) || unsetenv("CULPERT_ROOT_PID") ||
       setenv("CULPERT_WRITE_ON_SIGNAL", "1", 0)) {

@@ -113,13 +113,28 @@ has err "culpert: note: $workload wrote no profile of its own ($tmp/o.pb.gz: it 
 grep -qx "  run_workload (pid [0-9]*)  1\.27 MB  350 samples  $tmp/o\.pb\.gz\.[0-9]*" err || fail "orphan row: $(cat err)"
 [ -s out ] && fail "orphan run printed a report: $(cat out)"
 
-# 9. PROGRAM cannot be started: exit 2.
+# 9. -o takes CULPERT_OUTPUT's %p, %e and %%: culpert expands them itself,
+#    finds the profile, and the children's files carry .PID after it.
+"$culpert" run --rate 0 -o "$tmp/t.%p.%e.pb.gz" -- "$workload" children "$tmp/pids" >out 2>err
+rc=$?
+[ $rc -eq 0 ] || fail "-o with %p %e: exit $rc: $(cat err)"
+read -r forked execd <"$tmp/pids"
+n=$(ls "$tmp"/t.*.run_workload.pb.gz 2>/dev/null | wc -l)
+[ "$n" -eq 1 ] || fail "-o with %p %e: $(ls "$tmp")"
+grep -q '^flush_output  *400\.00 KB ' out || fail "-o with %p %e: no report: $(cat out)"
+grep -q "  run_workload (pid $forked)  .* $tmp/t\.[0-9]*\.run_workload\.pb\.gz\.$forked\$" out ||
+  fail "-o with %p %e: the fork child's file: $(cat out) $(ls "$tmp")"
+"$culpert" run -o "$tmp/pct%%p.pb.gz" --no-report -- "$workload" >out 2>err
+rc=$?
+[ $rc -eq 0 ] && [ -s "$tmp/pct%p.pb.gz" ] || fail "-o with %%: exit $rc: $(cat err) $(ls "$tmp")"
+
+# 10. PROGRAM cannot be started: exit 2.
 "$culpert" run -- ./no-such-program >out 2>err
 rc=$?
 [ $rc -eq 2 ] || fail "missing program: exit $rc, want 2"
 has err "culpert: error: cannot run ./no-such-program: No such file or directory" || fail "missing program message: $(cat err)"
 
-# 10. CULPERT_LIB pointing nowhere: exit 2 naming it.
+# 11. CULPERT_LIB pointing nowhere: exit 2 naming it.
 CULPERT_LIB=$tmp/nope.so "$culpert" run -- "$workload" >out 2>err
 rc=$?
 [ $rc -eq 2 ] || fail "bad CULPERT_LIB: exit $rc, want 2"
