@@ -548,12 +548,31 @@ int culpert__cmd_run(int argc, char **argv)
                                             after.st_mtim.tv_nsec != before.st_mtim.tv_nsec);
   others = find_others(out, &since, &other);
   if (!written && others > 0) {
+    /* A shell that ends with _exit, say: the report covers what the
+     * processes it started wrote (the readable ones), merged. */
     fprintf(stderr,
             "culpert: note: %s wrote no profile of its own (%s: it ended without running "
             "exit handlers), but %ld other process%s of the run did:\n",
             o.argv[0], out, others, others == 1 ? "" : "es");
     print_others(stderr, other, (size_t)others);
     status = prog_status;
+    if (!o.no_report) {
+      fflush(stderr);
+      char **rargv = calloc((size_t)others + 2, sizeof *rargv);
+      if (!rargv) {
+        culpert__error("out of memory");
+        goto out;
+      }
+      int n = 0;
+      rargv[n++] = "report";
+      for (long i = 0; i < others; i++)
+        if (other[i].problem == NULL)
+          rargv[n++] = other[i].path;
+      int r = n > 1 ? culpert__cmd_report(n, rargv) : CULPERT_EXIT_OK;
+      free(rargv);
+      if (r != CULPERT_EXIT_OK && prog_status == 0)
+        status = r;
+    }
     goto out;
   }
   if (!written) {
