@@ -10,8 +10,10 @@
  * the caller keeps the raw name. Keeps no global state.
  */
 #include "demangle.h"
+#include "symbolize.h"
 
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -847,16 +849,36 @@ static char *demangle_rust_v0(const char *sym)
 
 typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
 
-static char *demangle_cxx(const char *sym)
+/* __cxa_demangle as found at start-up, in an object loaded with the
+ * program (never unloaded): what a writer that must not take the loader's
+ * lock uses. */
+static _Atomic(cxa_demangle_fn) at_start;
+
+static cxa_demangle_fn find_cxa_demangle(void)
 {
   void *addr = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-  cxa_demangle_fn fn;
-  int status = -1;
-  if (!addr)
-    return NULL;
+  cxa_demangle_fn fn = NULL;
   /* POSIX guarantees data and function pointers convert; ISO C does not,
    * so copy the bits rather than cast. */
-  memcpy(&fn, &addr, sizeof fn);
+  if (addr)
+    memcpy(&fn, &addr, sizeof fn);
+  return fn;
+}
+
+void culpert__demangle_prepare(void)
+{
+  atomic_store(&at_start, find_cxa_demangle());
+}
+
+static char *demangle_cxx(const char *sym)
+{
+  /* Looked up each time otherwise: a library loaded later may bring it,
+   * and one unloaded may take it away. */
+  cxa_demangle_fn fn =
+      culpert__symbolize_loader_locks() ? find_cxa_demangle() : atomic_load(&at_start);
+  int status = -1;
+  if (!fn)
+    return NULL;
   char *r = fn(sym, NULL, NULL, &status);
   if (status != 0) {
     free(r);

@@ -26,4 +26,8 @@
  */
 char *culpert__demangle(const char *sym);
 
+/* Look up __cxa_demangle once at start-up, for a writer that cannot use
+ * the loader (culpert__symbolize_set_loader_locks). */
+void culpert__demangle_prepare(void);
+
 #endif /* CULPERT_DEMANGLE_H */

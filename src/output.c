@@ -24,7 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "demangle.h"
 #include "internal.h"
+#include "symbolize.h"
 #include "writer.h"
 
 /* The writer lands separately: until it is linked in, profiles fail with
@@ -278,6 +280,8 @@ void culpert__init(void)
   if (culpert__cfg.no_children)
     drop_from_preload();
   culpert__stack_init(culpert__cfg.stack_mode);
+  if (culpert__cfg.write_on_signal)
+    culpert__demangle_prepare(); /* the signal-time writer cannot dlsym */
   if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
     culpert__sampler_stop("pthread_atfork failed");
     goto out;
@@ -717,6 +721,9 @@ static void writer_child(void)
   atomic_store(&culpert__running, 0);
   culpert__use_private_heap();
   reinit_locks();
+  /* The loader's locks may be held by a thread that is gone: find the
+   * objects without them (symbolize.h). */
+  culpert__symbolize_set_loader_locks(0);
   int rc = exit_path(path, sizeof path) != 0 ? -ENAMETOOLONG : write_file(path, OK_SAY, 1);
   _exit(rc == 0 ? 0 : 1);
 }

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -497,6 +498,64 @@ static int start_cmp(const void *a, const void *b)
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
+static atomic_int loader_locks_unusable;
+
+void culpert__symbolize_set_loader_locks(int usable)
+{
+  atomic_store(&loader_locks_unusable, !usable);
+}
+
+int culpert__symbolize_loader_locks(void)
+{
+  return !atomic_load(&loader_locks_unusable);
+}
+
+/* Whether [p, p + n) is mapped: mincore fails with ENOMEM on any page that
+ * is not. */
+static int mapped(const void *p, size_t n, long page)
+{
+  uintptr_t first = (uintptr_t)p & ~((uintptr_t)page - 1u);
+  uintptr_t end = (uintptr_t)p + n;
+  unsigned char vec[8];
+  if (n == 0 || end < (uintptr_t)p || (end - first + (uintptr_t)page - 1u) / (uintptr_t)page > 8)
+    return 0;
+  return mincore((void *)first, end - first, vec) == 0;
+}
+
+/*
+ * The loaded objects without the loader's lock: the list the loader keeps
+ * for debuggers (_r_debug.r_map, the main executable first, in load order,
+ * the vdso included: the same objects dl_iterate_phdr reports for the base
+ * namespace). The program headers come from the auxiliary vector for the
+ * executable and from each object's ELF header, mapped at its load address;
+ * an object whose header is not there (or not mapped) is left out.
+ */
+static void walk_link_maps(struct collect *c)
+{
+  for (struct link_map *m = _r_debug.r_map; m != NULL; m = m->l_next) {
+    struct dl_phdr_info info;
+    memset(&info, 0, sizeof info);
+    info.dlpi_addr = m->l_addr;
+    info.dlpi_name = m->l_name;
+    if (m == _r_debug.r_map) {
+      info.dlpi_phdr = (const ElfW(Phdr) *)getauxval(AT_PHDR);
+      info.dlpi_phnum = (ElfW(Half))getauxval(AT_PHNUM);
+    } else {
+      const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m->l_addr;
+      if (!mapped(eh, sizeof *eh, c->page) || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+          eh->e_phentsize != sizeof(ElfW(Phdr)))
+        continue;
+      info.dlpi_phdr = (const ElfW(Phdr) *)(m->l_addr + eh->e_phoff);
+      info.dlpi_phnum = eh->e_phnum;
+    }
+    if (info.dlpi_phdr == NULL ||
+        !mapped(info.dlpi_phdr, info.dlpi_phnum * sizeof(ElfW(Phdr)), c->page))
+      continue;
+    if (collect_object(&info, sizeof info, c) != 0)
+      break;
+  }
+}
+
 int culpert__symbolize_open(struct culpert__symbolizer **out)
 {
   struct collect c = {0};
@@ -513,7 +572,10 @@ int culpert__symbolize_open(struct culpert__symbolizer **out)
   c.self_addr = (uint64_t)(uintptr_t)&culpert__symbolize_open;
   c.vdso = getauxval(AT_SYSINFO_EHDR);
   c.first = 1;
-  dl_iterate_phdr(collect_object, &c);
+  if (culpert__symbolize_loader_locks())
+    dl_iterate_phdr(collect_object, &c);
+  else
+    walk_link_maps(&c);
   if (s->err) {
     rc = s->err;
     goto out;
@@ -658,9 +720,10 @@ int culpert__symbolize_addr(struct culpert__symbolizer *s, uint64_t addr,
   if (sym) {
     out->name = sym->name;
     out->start = sym->addr + obj->bias;
-  } else if (!obj->tab) {
+  } else if (!obj->tab && culpert__symbolize_loader_locks()) {
     /* The file could not be read (deleted, replaced, no permission): the
-     * loader's own view of the dynamic symbols is all there is. */
+     * loader's own view of the dynamic symbols is all there is (dladdr
+     * takes the loader's lock). */
     Dl_info info;
     if (dladdr((void *)(uintptr_t)addr, &info) && info.dli_sname && info.dli_saddr) {
       char *copy = strdup(info.dli_sname);

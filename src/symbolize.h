@@ -8,8 +8,9 @@
  * unloaded later are still described by it, objects unloaded before are
  * not (their addresses are in no mapping). ELF files are read from disk
  * with every offset checked against the file size, so a truncated, replaced
- * or odd file gives fewer names, never a crash. No global state: open one
- * per profile, close it afterwards; safe to repeat and safe after fork.
+ * or odd file gives fewer names, never a crash. No global state but the
+ * loader-lock switch below: open one per profile, close it afterwards;
+ * safe to repeat and safe after fork.
  */
 #ifndef CULPERT_SYMBOLIZE_H
 #define CULPERT_SYMBOLIZE_H
@@ -41,13 +42,24 @@ struct culpert__symbol {
 struct culpert__symbolizer;
 
 /*
- * culpert__symbolize_open: snapshot the loaded objects (dl_iterate_phdr)
- * into a new symbolizer. Mapping 0 is the main executable; the rest follow
- * in load order, the vdso included. An object's files (symbols, DWARF)
- * are read lazily, the first time an address inside it is looked up.
- * Returns 0 or -ENOMEM.
+ * culpert__symbolize_open: snapshot the loaded objects (dl_iterate_phdr,
+ * or the r_debug list, above) into a new symbolizer. Mapping 0 is the main executable; the rest
+ * follow in load order, the vdso included. An object's files (symbols, DWARF) are read lazily, the
+ * first time an address inside it is looked up. Returns 0 or -ENOMEM.
  */
 int culpert__symbolize_open(struct culpert__symbolizer **out);
+
+/*
+ * culpert__symbolize_set_loader_locks: 0 after a fork taken at a signal
+ * (output.c's writer child), where the dynamic loader's locks may be held
+ * by threads that no longer exist. From then on culpert__symbolize_open
+ * walks the loader's r_debug list of objects, which needs no lock, instead
+ * of calling dl_iterate_phdr, and nothing calls dlsym
+ * (culpert__symbolize_loader_locks tells the symbol cache and the
+ * demangler). 1 (the default) restores the normal ways.
+ */
+void culpert__symbolize_set_loader_locks(int usable);
+int culpert__symbolize_loader_locks(void);
 
 /* Frees everything; names returned earlier become invalid. NULL is a no-op. */
 void culpert__symbolize_close(struct culpert__symbolizer *s);

@@ -488,6 +488,21 @@ write_on_signal)
   rc=$?
   [ "$rc" -eq 143 ] || fail "SIGTERM twice: exit status $rc"
   expect_totals twice.pb.gz handle_request/parse "100 100000 40 40000 100"
+  # a thread of the program holds the dynamic loader's lock (inside a
+  # dl_iterate_phdr callback) when the signal comes: the forked copy finds
+  # the objects without that lock and writes a symbolized profile at once,
+  # not after the 60 s limit with none
+  CULPERT_WRITE_ON_SIGNAL=1 run_until_ready busy --loader-busy
+  started=$(date +%s)
+  kill -s TERM "$prog"
+  wait "$prog"
+  rc=$?
+  took=$(($(date +%s) - started))
+  [ "$rc" -eq 143 ] || fail "loader lock held: exit status $rc"
+  [ "$took" -lt 30 ] || fail "loader lock held: the signal took $took s to end the program"
+  expect_totals busy.pb.gz handle_request/parse "100 100000 40 40000 100"
+  expect_line "$(profile busy.pb.gz)" ' span=handle_request/parse frames=parse_alloc;handle_request;main;' \
+    "loader lock held: symbolized stack"
   # Threads allocating at the instant of the signal (every allocation
   # sampled, so they are often inside culpert): the forked copy writes a
   # readable profile that holds everything the joined threads did.

@@ -19,11 +19,15 @@
  * (a handler only where the action is the default: it prints what
  * sigaction and signal report for SIGINT and SIGTERM), printing "handled
  * SIGINT" when it comes and then, as Python does, ending itself by SIGINT
- * with the default action.
+ * with the default action. "--loader-busy" waits too, while a thread of
+ * its own sits inside a dl_iterate_phdr callback, holding the dynamic
+ * loader's lock (as a thread caught mid-dlopen would).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -151,9 +155,29 @@ static void on_int(int sig)
   interrupted = 1;
 }
 
+/* A dl_iterate_phdr callback that never returns: the loader's lock stays
+ * held by this thread. */
+static int hold_loader(struct dl_phdr_info *info, size_t size, void *data)
+{
+  (void)info;
+  (void)size;
+  *(volatile int *)data = 1;
+  for (;;)
+    pause();
+  return 0;
+}
+
+static void *loader_busy(void *data)
+{
+  dl_iterate_phdr(hold_loader, data);
+  return NULL;
+}
+
 int main(int argc, char **argv)
 {
   int hang = argc == 2 && strcmp(argv[1], "--hang") == 0;
+  int loader = argc == 2 && strcmp(argv[1], "--loader-busy") == 0;
+  hang |= loader;
   if (argc == 2 && strcmp(argv[1], "--handle-int") == 0) {
     struct sigaction old;
     CHECK(sigaction(SIGINT, NULL, &old) == 0);
@@ -196,6 +220,19 @@ int main(int argc, char **argv)
     int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
     CHECK(fd == STDERR_FILENO);
     CHECK(write(fd, "program data\n", 13) == 13);
+  }
+  if (loader) {
+    /* After the work (culpert's unwinder takes the same lock on a cache
+     * miss); signals go to the main thread, the busy one only holds it. */
+    static volatile int holding;
+    sigset_t all, old;
+    pthread_t t;
+    sigfillset(&all);
+    CHECK(pthread_sigmask(SIG_BLOCK, &all, &old) == 0);
+    CHECK(pthread_create(&t, NULL, loader_busy, (void *)&holding) == 0);
+    CHECK(pthread_sigmask(SIG_SETMASK, &old, NULL) == 0);
+    while (!holding)
+      usleep(1000);
   }
   printf("failures=%d\n", failures);
   if (hang) {

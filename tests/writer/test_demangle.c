@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "demangle.h"
+#include "symbolize.h"
 
 struct demangle_case {
   const char *sym;
@@ -238,6 +239,40 @@ static void test_demangle_backref_bomb(void **state)
   free(got);
 }
 
+/* Without the loader's locks (a writer forked at a signal) nothing calls
+ * dlsym: C++ names use the __cxa_demangle found by
+ * culpert__demangle_prepare, and stay mangled when it found none. Runs
+ * before libstdc++ is loaded by the test after it. */
+static void test_demangle_without_loader_locks(void **state)
+{
+  (void)state;
+  if (dlsym(RTLD_DEFAULT, "__cxa_demangle")) {
+    print_message("SKIPPED: libstdc++ is already loaded\n");
+    skip();
+  }
+  culpert__demangle_prepare(); /* finds nothing yet */
+  void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_GLOBAL);
+  if (!h) {
+    print_message("SKIPPED: libstdc++.so.6 not found\n");
+    skip();
+  }
+  culpert__symbolize_set_loader_locks(0);
+  assert_null(culpert__demangle("_ZN3foo3barEv")); /* loaded after prepare: not used */
+  culpert__symbolize_set_loader_locks(1);
+  char *got = culpert__demangle("_ZN3foo3barEv"); /* looked up again: found */
+  assert_non_null(got);
+  assert_string_equal(got, "foo::bar()");
+  free(got);
+  culpert__demangle_prepare();
+  culpert__symbolize_set_loader_locks(0);
+  got = culpert__demangle("_ZN3foo3barEv");
+  culpert__symbolize_set_loader_locks(1);
+  assert_non_null(got);
+  assert_string_equal(got, "foo::bar()");
+  free(got);
+  /* libstdc++ stays loaded: the pointer kept must stay valid. */
+}
+
 /* C++ goes through the process's __cxa_demangle, which exists only when
  * libstdc++ is loaded. Without it names stay mangled. */
 static void test_demangle_cxx_needs_libstdcxx(void **state)
@@ -271,6 +306,7 @@ int main(void)
       cmocka_unit_test(test_demangle_plain_names_untouched),
       cmocka_unit_test(test_demangle_truncated_and_corrupt),
       cmocka_unit_test(test_demangle_backref_bomb),
+      cmocka_unit_test(test_demangle_without_loader_locks),
       cmocka_unit_test(test_demangle_cxx_needs_libstdcxx),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -271,6 +271,60 @@ static void test_symbolize_dlopen_dwarf4_then_dlclose(void **state)
   culpert__symbolize_close(s);
 }
 
+/* Without the loader's locks (a writer forked at a signal), the objects
+ * come from the r_debug list: the same mappings, paths, build ids and kinds
+ * as from dl_iterate_phdr, a dlopen'ed object included, and the same names. */
+static void test_symbolize_without_loader_locks(void **state)
+{
+  (void)state;
+  void *h = dlopen(CULPERT_FIXTURE_DWARF4, RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    fail_msg("dlopen %s: %s", CULPERT_FIXTURE_DWARF4, dlerror());
+  void *fn = dlsym(h, "fixture_dwarf4_work");
+  assert_non_null(fn);
+  struct culpert__symbolizer *a, *b;
+  assert_true(culpert__symbolize_loader_locks());
+  assert_int_equal(culpert__symbolize_open(&a), 0);
+  culpert__symbolize_set_loader_locks(0);
+  assert_false(culpert__symbolize_loader_locks());
+  assert_int_equal(culpert__symbolize_open(&b), 0);
+  culpert__symbolize_set_loader_locks(1);
+
+  size_t n = culpert__symbolize_nmaps(a);
+  assert_true(n >= 3);
+  assert_int_equal(culpert__symbolize_nmaps(b), n);
+  int vdso = 0;
+  for (size_t i = 0; i < n; i++) {
+    const struct culpert__smap *x = culpert__symbolize_map(a, i), *y = culpert__symbolize_map(b, i);
+    assert_int_equal(x->start, y->start);
+    assert_int_equal(x->limit, y->limit);
+    assert_int_equal(x->offset, y->offset);
+    assert_string_equal(x->path, y->path);
+    assert_string_equal(x->build_id, y->build_id);
+    assert_int_equal(x->is_main, y->is_main);
+    assert_int_equal(x->is_self, y->is_self);
+    assert_int_equal(x->is_vdso, y->is_vdso);
+    vdso |= y->is_vdso;
+  }
+  assert_true(culpert__symbolize_map(b, 0)->is_main);
+  assert_true(vdso);
+  long m = culpert__symbolize_find_map(b, (uint64_t)(uintptr_t)fn);
+  assert_true(m > 0);
+  assert_string_equal(culpert__symbolize_map(b, (size_t)m)->path, CULPERT_FIXTURE_DWARF4);
+  uint64_t addrs[] = {(uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)symbolize_fixture_static,
+                      (uint64_t)(uintptr_t)&strtoul};
+  for (size_t i = 0; i < sizeof addrs / sizeof addrs[0]; i++) {
+    struct culpert__symbol sa, sb;
+    assert_int_equal(culpert__symbolize_addr(a, addrs[i], &sa), 0);
+    assert_int_equal(culpert__symbolize_addr(b, addrs[i], &sb), 0);
+    assert_string_equal(sa.name, sb.name);
+    assert_int_equal(sa.start, sb.start);
+  }
+  culpert__symbolize_close(a);
+  culpert__symbolize_close(b);
+  assert_int_equal(dlclose(h), 0);
+}
+
 /* Load bias of the main executable. */
 static int main_bias_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -885,6 +939,7 @@ int main(void)
       cmocka_unit_test(test_symbolize_symtab_of_file),
       cmocka_unit_test(test_symbolize_lines_dwarf5),
       cmocka_unit_test(test_symbolize_dlopen_dwarf4_then_dlclose),
+      cmocka_unit_test(test_symbolize_without_loader_locks),
       cmocka_unit_test(test_symbolize_truncated_elf),
       cmocka_unit_test(test_symbolize_corrupt_elf),
       cmocka_unit_test(test_symbolize_corrupt_dwarf),
