@@ -47,6 +47,15 @@ static const char *const default_skips[] = {
     "^std::alloc::",
     "^runtime\\.(mallocgc|newobject|newarray|makeslice|makeslicecopy|growslice|makemap|"
     "makemap_small|makechan|rawstring|rawbyteslice|rawruneslice)$",
+    /* Wrappers of widely used C libraries: gnulib, libiberty and git; GLib;
+     * OpenSSL; CPython. */
+    "^x(malloc|calloc|zalloc|realloc|reallocarray|nmalloc|strdup|strndup|memdup|charalloc)$",
+    "^g_(try_)?(malloc|malloc0|realloc)(_n)?$",
+    "^g_(strdup|strndup|memdup|memdup2|slice_alloc|slice_alloc0)$",
+    "^CRYPTO_(malloc|zalloc|realloc|clear_realloc|memdup|strdup|strndup|secure_malloc|"
+    "secure_zalloc)$",
+    "^_?Py(Mem|Object)_(Raw)?(Malloc|Calloc|Realloc)$",
+    "^_PyMem_(Raw|Debug)(Malloc|Calloc|Realloc)$",
 };
 #define NDEFAULT_SKIPS (sizeof default_skips / sizeof default_skips[0])
 
