@@ -65,6 +65,14 @@ static inline void culpert__unlock(culpert__lock_t *l)
     culpert__lock_wake(l);
 }
 
+/* Take the lock only if it is free: never waits (signal handlers). */
+static inline int culpert__trylock(culpert__lock_t *l)
+{
+  uint32_t c = 0;
+  return atomic_compare_exchange_strong_explicit(&l->state, &c, 1, memory_order_acquire,
+                                                 memory_order_relaxed);
+}
+
 static inline void culpert__lock_reinit(culpert__lock_t *l)
 {
   atomic_store_explicit(&l->state, 0, memory_order_relaxed);
@@ -339,8 +347,10 @@ size_t culpert__live_count(void);
 /* culpert__live_reset: forget every pointer (fork child); lock not held. */
 void culpert__live_reset(void);
 
-/* Fork support: take / release the live table's lock. */
+/* Fork support: take / release the live table's lock (trylock: 1 when
+ * taken, never waits). */
 void culpert__live_lock(void);
+int culpert__live_trylock(void);
 void culpert__live_unlock(void);
 void culpert__live_reinit_lock(void);
 
@@ -483,6 +493,7 @@ void culpert__record_count_dropped(void);
 void culpert__record_reset(void);
 
 void culpert__record_lock(void);
+int culpert__record_trylock(void); /* 1 when taken; never waits */
 void culpert__record_unlock(void);
 void culpert__record_reinit_lock(void);
 

@@ -319,6 +319,11 @@ void culpert__live_lock(void)
   culpert__lock(&live.lock);
 }
 
+int culpert__live_trylock(void)
+{
+  return culpert__trylock(&live.lock);
+}
+
 void culpert__live_unlock(void)
 {
   culpert__unlock(&live.lock);

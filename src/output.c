@@ -728,6 +728,28 @@ static void writer_child(void)
   _exit(rc == 0 ? 0 : 1);
 }
 
+/* Wait, 100 ms at most, until no other thread is inside an update of the
+ * record or live tables, and hold both across the fork, so that the copy
+ * sees them whole. Not when this thread was itself interrupted inside
+ * culpert (its guard is set): it cannot finish that update. Trylocks and
+ * short sleeps only: a signal handler must not block on a lock. Returns 1
+ * when both are held (in fork_prepare's order). */
+static int hold_tables(void)
+{
+  if (culpert__tls.guard != 0)
+    return 0;
+  for (int i = 0; i < 1000; i++) {
+    if (culpert__record_trylock()) {
+      if (culpert__live_trylock())
+        return 1;
+      culpert__record_unlock();
+    }
+    struct timespec tick = {0, 100 * 1000};
+    nanosleep(&tick, NULL);
+  }
+  return 0;
+}
+
 /* Write the exit profile from a forked copy of the process; 0 once it is
  * written. */
 static int write_from_child(void)
@@ -735,9 +757,14 @@ static int write_from_child(void)
   if (_Fork == NULL || culpert__use_private_heap == NULL || !atomic_load(&culpert__ready) ||
       culpert__sampler_failed() || !atomic_load(&culpert__running))
     return -1;
+  int held = hold_tables();
   pid_t child = _Fork();
   if (child == 0)
-    writer_child();
+    writer_child(); /* resets the locks */
+  if (held) {
+    culpert__live_unlock();
+    culpert__record_unlock();
+  }
   if (child < 0) {
     say_raw("culpert: cannot fork to write the profile at the signal; none written\n");
     return -1;

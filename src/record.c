@@ -191,6 +191,11 @@ void culpert__record_lock(void)
   culpert__lock(&lock);
 }
 
+int culpert__record_trylock(void)
+{
+  return culpert__trylock(&lock);
+}
+
 void culpert__record_unlock(void)
 {
   culpert__unlock(&lock);
