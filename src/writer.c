@@ -552,6 +552,48 @@ out:
   return rc;
 }
 
+/*
+ * Where a process or a thread starts: below main (_start, libc's start-up
+ * functions) and below each thread's start routine (libc's start_thread,
+ * clone3). These frames are on every stack and nobody looks up their
+ * source line, but libc's DWARF lies deep in a large, often
+ * zlib-compressed debug file (libc6-dbg): finding it cost every profile
+ * 1-3 ms, and 20-40 ms once threads appear. They keep their names, without
+ * file and line. Only in libc, but _start, which nothing else is called.
+ */
+static int entry_point(const struct ctx *c, const struct location *loc)
+{
+  static const char *const in_libc[] = {
+      "__libc_start_main",
+      "__libc_start_main_impl",
+      "__libc_start_call_main",
+      "start_thread",
+      "clone",
+      "clone3",
+      "__clone",
+      "__clone3",
+      "__clone_internal",
+      "__GI___clone",
+      "__GI___clone3",
+      "__GI___clone_internal",
+  };
+  if (loc->system_name <= 0 || loc->map < 0)
+    return 0;
+  const char *sys = c->strs.strs[loc->system_name];
+  size_t len = strcspn(sys, "@");
+  if (len == 6 && strncmp(sys, "_start", 6) == 0)
+    return 1;
+  const char *path = culpert__symbolize_map(c->sym, (size_t)loc->map)->path;
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  if (strncmp(base, "libc.so", 7) != 0 && strncmp(base, "libc-", 5) != 0)
+    return 0;
+  for (size_t i = 0; i < sizeof in_libc / sizeof in_libc[0]; i++)
+    if (strlen(in_libc[i]) == len && strncmp(sys, in_libc[i], len) == 0)
+      return 1;
+  return 0;
+}
+
 /* Names every location, finds its source position (one pass over each
  * object's DWARF, whatever the number of locations) and its Lines. */
 static int resolve_locations(struct ctx *c)
@@ -573,6 +615,8 @@ static int resolve_locations(struct ctx *c)
     goto out;
   }
   for (size_t i = 0; i < n; i++) {
+    if (entry_point(c, &c->locs[i]))
+      continue; /* address 0: no source position */
     addrs[i] = c->locs[i].address;
     addrs[n + i] = c->locs[i].start ? c->locs[i].start : c->locs[i].address;
   }

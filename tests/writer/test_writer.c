@@ -17,7 +17,9 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -650,6 +652,80 @@ static void test_writer_shared_library_names(void **state)
   perftools__profiles__profile__free_unpacked(pr, NULL);
 }
 
+/* Frames where a process or a thread starts (libc's __libc_start_*,
+ * start_thread, clone3; _start) keep their names but get no file or line,
+ * whatever debug information libc has; the frames above them keep theirs. */
+struct entry_stack {
+  void *ips[64];
+  int n;
+};
+
+static void __attribute__((noinline)) take_backtrace(struct entry_stack *st)
+{
+  st->n = backtrace(st->ips, 64);
+}
+
+static void *entry_thread(void *arg)
+{
+  take_backtrace(arg);
+  return NULL;
+}
+
+static void check_entry_frames(const struct entry_stack *st, int *entries)
+{
+  assert_true(st->n > 2);
+  uintptr_t ips[64];
+  for (int i = 0; i < st->n; i++)
+    ips[i] = (uintptr_t)st->ips[i];
+  struct culpert__wsample s = {ips, (uint32_t)st->n, 0, 1, 1, 1, 1, 1};
+  struct culpert__wprofile p = {.samples = &s, .nsamples = 1};
+  Profile *pr = encode_decode(&p);
+  static const char *const entry[] = {"__libc_start_main",
+                                      "__libc_start_main_impl",
+                                      "__libc_start_call_main",
+                                      "start_thread",
+                                      "clone3",
+                                      "__clone3",
+                                      "clone",
+                                      "__clone",
+                                      "_start"};
+  int with_file = 0;
+  for (size_t k = 0; k < pr->sample[0]->n_location_id; k++) {
+    const Perftools__Profiles__Location *l = location(pr, pr->sample[0]->location_id[k]);
+    const Perftools__Profiles__Function *f = function(pr, l->line[l->n_line - 1]->function_id);
+    const char *name = str(pr, f->name);
+    int is_entry = 0;
+    for (size_t i = 0; i < sizeof entry / sizeof entry[0]; i++)
+      is_entry |= strcmp(name, entry[i]) == 0;
+    if (is_entry) {
+      (*entries)++;
+      assert_int_equal(l->n_line, 1);
+      assert_int_equal(f->filename, 0);
+      assert_int_equal(l->line[0]->line, 0);
+    }
+    if (strcmp(name, "take_backtrace") == 0 && ends_with(str(pr, f->filename), "test_writer.c"))
+      with_file = 1;
+  }
+  assert_true(with_file);
+  perftools__profiles__profile__free_unpacked(pr, NULL);
+}
+
+static void test_writer_entry_points_without_lines(void **state)
+{
+  (void)state;
+  struct entry_stack main_stack, thread_stack;
+  int entries = 0;
+  take_backtrace(&main_stack);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, entry_thread, &thread_stack), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  check_entry_frames(&main_stack, &entries);
+  int below_main = entries;
+  check_entry_frames(&thread_stack, &entries);
+  assert_true(below_main >= 2);           /* __libc_start_call_main, __libc_start_main */
+  assert_true(entries - below_main >= 1); /* start_thread */
+}
+
 /* Encode p and check the bytes are `want`'s. */
 static void encode_same(const struct culpert__wprofile *p, const unsigned char *want, size_t len)
 {
@@ -831,6 +907,7 @@ int main(void)
       cmocka_unit_test(test_writer_drops_leading_self_frames),
       cmocka_unit_test(test_writer_shared_library_names),
       cmocka_unit_test(test_writer_file_and_line),
+      cmocka_unit_test(test_writer_entry_points_without_lines),
       cmocka_unit_test(test_writer_inline_frames),
       cmocka_unit_test(test_writer_names_only),
       cmocka_unit_test(test_writer_dlclosed_code),
