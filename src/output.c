@@ -124,10 +124,8 @@ static const char *env_get(const char *name)
 static void find_exe_name(void)
 {
   char path[CULPERT__PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
   const char *base = program_invocation_short_name;
-  if (n > 0) {
-    path[n] = '\0';
+  if (culpert__main_exe_path(path, sizeof path) == 0) {
     const char *slash = strrchr(path, '/');
     base = slash ? slash + 1 : path;
   }

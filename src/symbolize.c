@@ -390,13 +390,77 @@ struct collect {
   int first;
 };
 
+/* One line of /proc/self/maps: when its range holds `at` and it maps a
+ * file, that file's path into out[len]. */
+static int maps_line_path(const char *line, uintptr_t at, char *out, size_t len)
+{
+  char *end;
+  unsigned long long lo = strtoull(line, &end, 16);
+  if (*end != '-')
+    return 0;
+  unsigned long long hi = strtoull(end + 1, &end, 16);
+  if (at < lo || at >= hi)
+    return 0;
+  const char *p = end;
+  for (int field = 0; field < 4; field++) { /* perms, offset, device, inode */
+    while (*p == ' ')
+      p++;
+    while (*p != '\0' && *p != ' ')
+      p++;
+  }
+  while (*p == ' ')
+    p++;
+  size_t n = strlen(p);
+  if (*p != '/' || n >= len)
+    return 0;
+  memcpy(out, p, n + 1);
+  return 1;
+}
+
+int culpert__main_exe_path(char *out, size_t len)
+{
+  /* The file mapped where the executable's program headers are (what the
+   * loader put in AT_PHDR): /proc/self/exe is the dynamic loader itself
+   * when it was run as a command, `ld.so ./prog`. Read with open and read
+   * alone (no stdio), as the signal-time writer needs. */
+  uintptr_t at = (uintptr_t)getauxval(AT_PHDR);
+  int fd = at != 0 ? open("/proc/self/maps", O_RDONLY | O_CLOEXEC) : -1;
+  int found = 0;
+  if (fd >= 0) {
+    char buf[4096];
+    size_t have = 0;
+    ssize_t got;
+    while (!found && (got = read(fd, buf + have, sizeof buf - 1 - have)) > 0) {
+      have += (size_t)got;
+      buf[have] = '\0';
+      char *line = buf, *nl;
+      while (!found && (nl = memchr(line, '\n', have - (size_t)(line - buf))) != NULL) {
+        *nl = '\0';
+        found = maps_line_path(line, at, out, len);
+        line = nl + 1;
+      }
+      size_t rest = have - (size_t)(line - buf);
+      if (rest == sizeof buf - 1)
+        rest = 0; /* a line longer than the buffer: not one with a usable path */
+      memmove(buf, line, rest);
+      have = rest;
+    }
+    close(fd);
+  }
+  if (found)
+    return 0;
+  ssize_t n = len > 1 ? readlink("/proc/self/exe", out, len - 1) : -1;
+  if (n <= 0)
+    return -1;
+  out[n] = '\0';
+  return 0;
+}
+
 static char *main_exe_path(void)
 {
   char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0)
+  if (culpert__main_exe_path(buf, sizeof buf) != 0)
     return strdup("/proc/self/exe");
-  buf[n] = '\0';
   return strdup(buf);
 }
 
@@ -522,13 +586,31 @@ static int mapped(const void *p, size_t n, long page)
   return mincore((void *)first, end - first, vec) == 0;
 }
 
+/* The executable's program headers from the auxiliary vector, unless the
+ * kernel loaded another program (the dynamic loader run as a command,
+ * `ld.so ./prog`): then no PT_PHDR sits at the address given. */
+static int main_phdrs(const struct link_map *m, struct dl_phdr_info *info)
+{
+  const ElfW(Phdr) *ph = (const ElfW(Phdr) *)getauxval(AT_PHDR);
+  size_t n = getauxval(AT_PHNUM);
+  int here = 0;
+  for (size_t i = 0; ph != NULL && i < n; i++)
+    here |= ph[i].p_type == PT_PHDR && m->l_addr + ph[i].p_vaddr == (uintptr_t)ph;
+  if (!here)
+    return 0;
+  info->dlpi_phdr = ph;
+  info->dlpi_phnum = (ElfW(Half))n;
+  return 1;
+}
+
 /*
  * The loaded objects without the loader's lock: the list the loader keeps
  * for debuggers (_r_debug.r_map, the main executable first, in load order,
  * the vdso included: the same objects dl_iterate_phdr reports for the base
- * namespace). The program headers come from the auxiliary vector for the
- * executable and from each object's ELF header, mapped at its load address;
- * an object whose header is not there (or not mapped) is left out.
+ * namespace). The program headers come from each object's ELF header,
+ * mapped at its load address (for an executable linked at a fixed
+ * address, from the auxiliary vector); an object whose header is not there
+ * (or not mapped) is left out.
  */
 static void walk_link_maps(struct collect *c)
 {
@@ -537,20 +619,19 @@ static void walk_link_maps(struct collect *c)
     memset(&info, 0, sizeof info);
     info.dlpi_addr = m->l_addr;
     info.dlpi_name = m->l_name;
-    if (m == _r_debug.r_map) {
-      info.dlpi_phdr = (const ElfW(Phdr) *)getauxval(AT_PHDR);
-      info.dlpi_phnum = (ElfW(Half))getauxval(AT_PHNUM);
-    } else {
-      const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m->l_addr;
-      if (!mapped(eh, sizeof *eh, c->page) || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
-          eh->e_phentsize != sizeof(ElfW(Phdr)))
-        continue;
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m->l_addr;
+    if (m->l_addr != 0 && mapped(eh, sizeof *eh, c->page) &&
+        memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_phentsize == sizeof(ElfW(Phdr))) {
       info.dlpi_phdr = (const ElfW(Phdr) *)(m->l_addr + eh->e_phoff);
       info.dlpi_phnum = eh->e_phnum;
+    } else if (m == _r_debug.r_map) {
+      main_phdrs(m, &info); /* an executable linked at a fixed address */
     }
     if (info.dlpi_phdr == NULL ||
-        !mapped(info.dlpi_phdr, info.dlpi_phnum * sizeof(ElfW(Phdr)), c->page))
+        !mapped(info.dlpi_phdr, info.dlpi_phnum * sizeof(ElfW(Phdr)), c->page)) {
+      c->first = 0; /* the executable, if it was this one, stays undescribed */
       continue;
+    }
     if (collect_object(&info, sizeof info, c) != 0)
       break;
   }

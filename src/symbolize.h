@@ -61,6 +61,12 @@ int culpert__symbolize_open(struct culpert__symbolizer **out);
 void culpert__symbolize_set_loader_locks(int usable);
 int culpert__symbolize_loader_locks(void);
 
+/* The main executable's path into out[len]: the file mapped where its
+ * program headers are (so `ld.so ./prog` names prog, not the loader), else
+ * /proc/self/exe. 0, or -1 when neither is known. Uses no stdio and no
+ * lock. */
+int culpert__main_exe_path(char *out, size_t len);
+
 /* Frees everything; names returned earlier become invalid. NULL is a no-op. */
 void culpert__symbolize_close(struct culpert__symbolizer *s);
 

@@ -388,6 +388,28 @@ symbols)
   [ "$(grep -c '^culpert: CULPERT_SYMBOLS=lines is neither full nor names; using full$' err)" -eq 1 ] ||
     fail "want one CULPERT_SYMBOLS warning: $(cat err)"
   expect_line "$(profile b.pb.gz)" '^lines [1-9][0-9]*$' "bad value: line numbers"
+  # The program started by the dynamic loader run as a command: its name
+  # and its code are the program's, not the loader's (/proc/self/exe is
+  # the loader then), at exit and in the copy forked at a signal.
+  loader=$(readelf -l "$BIN/wl_basic" | sed -n 's/.*Requesting program interpreter: \(.*\)]/\1/p')
+  if [ -x "$loader" ]; then
+    CULPERT_SAMPLE_RATE=0 run_pre "$loader" "$BIN/wl_basic" >out 2>err || fail "ld.so wl_basic failed"
+    files=$(ls culpert.wl_basic.*.pb.gz 2>/dev/null)
+    [ "$(printf '%s\n' "$files" | grep -c .)" -eq 1 ] || fail "ld.so: default name: got '$(ls)'"
+    p=$(profile "$files")
+    expect_line "$p" '^comment culpert.exe=wl_basic$' "ld.so: exe comment"
+    expect_line "$p" ' span=handle_request/parse frames=parse_alloc;handle_request;main;' "ld.so: stack"
+    CULPERT_WRITE_ON_SIGNAL=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/ls.pb.gz" \
+      env LD_PRELOAD="$LIB" "$loader" "$BIN/wl_basic" --hang >ls.out 2>ls.err &
+    prog=$!
+    for _ in $(seq 100); do grep -q '^failures=' ls.out && break; sleep 0.1; done
+    kill -s TERM "$prog"
+    wait "$prog"
+    expect_line "$(profile ls.pb.gz)" ' span=handle_request/parse frames=parse_alloc;handle_request;main;' \
+      "ld.so, at a signal: stack"
+  else
+    echo "no program interpreter found: the ld.so checks are skipped"
+  fi
   ;;
 bad_env)
   CULPERT_SAMPLE_RATE=lots CULPERT_OUTPUT="$work/e.pb.gz" run_pre "$BIN/wl_basic" >out 2>err ||
