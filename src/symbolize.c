@@ -48,6 +48,8 @@ struct culpert__symtab {
 /* One loaded object. */
 struct object {
   char *path;     /* file to read symbols from; NULL for the vdso */
+  char *reopen;   /* where the loaded build can still be opened when the file at
+                   * `path` is gone or replaced: /proc/self/exe, map_files */
   uint64_t bias;  /* load bias: runtime address = bias + ELF vaddr */
   uint64_t image; /* vdso only: address and size of its ELF image */
   uint64_t image_len;
@@ -349,6 +351,30 @@ void culpert__symtab_free(struct culpert__symtab *t)
 /* ---------------------------------------------------------------------- */
 /* Loaded objects                                                          */
 
+/* Hex of the NT_GNU_BUILD_ID note among the notes at p (left bytes) into
+ * hex; 1 when found. */
+static int notes_build_id(const unsigned char *p, size_t left, char *hex, size_t hexlen)
+{
+  while (left >= sizeof(ElfW(Nhdr))) {
+    const ElfW(Nhdr) *nh = (const void *)p;
+    size_t namesz = (nh->n_namesz + 3u) & ~(size_t)3;
+    size_t descsz = (nh->n_descsz + 3u) & ~(size_t)3;
+    if (namesz > left - sizeof *nh || descsz > left - sizeof *nh - namesz)
+      break;
+    const unsigned char *name = p + sizeof *nh;
+    const unsigned char *desc = name + namesz;
+    if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
+        nh->n_descsz * 2 + 1 <= hexlen) {
+      for (size_t k = 0; k < nh->n_descsz; k++)
+        snprintf(hex + 2 * k, 3, "%02x", desc[k]);
+      return 1;
+    }
+    p += sizeof *nh + namesz + descsz;
+    left -= sizeof *nh + namesz + descsz;
+  }
+  return 0;
+}
+
 /* Hex of the NT_GNU_BUILD_ID note in the PT_NOTE segments of a loaded
  * object ("" when none). The notes are in mapped memory. */
 static void note_build_id(const struct dl_phdr_info *info, char *hex, size_t hexlen)
@@ -356,28 +382,37 @@ static void note_build_id(const struct dl_phdr_info *info, char *hex, size_t hex
   hex[0] = '\0';
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_NOTE)
-      continue;
-    const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
-    size_t left = ph->p_filesz;
-    while (left >= sizeof(ElfW(Nhdr))) {
-      const ElfW(Nhdr) *nh = (const void *)p;
-      size_t namesz = (nh->n_namesz + 3u) & ~(size_t)3;
-      size_t descsz = (nh->n_descsz + 3u) & ~(size_t)3;
-      if (namesz > left - sizeof *nh || descsz > left - sizeof *nh - namesz)
-        break;
-      const unsigned char *name = p + sizeof *nh;
-      const unsigned char *desc = name + namesz;
-      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
-          nh->n_descsz * 2 + 1 <= hexlen) {
-        for (size_t k = 0; k < nh->n_descsz; k++)
-          snprintf(hex + 2 * k, 3, "%02x", desc[k]);
-        return;
-      }
-      p += sizeof *nh + namesz + descsz;
-      left -= sizeof *nh + namesz + descsz;
-    }
+    if (ph->p_type == PT_NOTE &&
+        notes_build_id((const unsigned char *)(info->dlpi_addr + ph->p_vaddr), ph->p_filesz, hex,
+                       hexlen))
+      return;
   }
+  hex[0] = '\0';
+}
+
+/* Whether the mapped file `t` is the build that is loaded: its PT_NOTE
+ * segments (read through its program headers, which every loadable file
+ * has) hold the build id `want`. An object loaded without a build id has
+ * nothing to compare and is taken as it is. A file replaced on disk since
+ * it was loaded (a package upgrade under a running service) is not. */
+static int same_build(const struct culpert__symtab *t, const char *want)
+{
+  if (want[0] == '\0')
+    return 1;
+  const unsigned char *base = t->map;
+  const Elf64_Ehdr *eh = (const void *)base;
+  if (t->maplen < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_phentsize != sizeof(Elf64_Phdr) ||
+      !in_bounds(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr), t->maplen) ||
+      eh->e_phoff % _Alignof(Elf64_Phdr) != 0)
+    return 0;
+  const Elf64_Phdr *ph = (const void *)(base + eh->e_phoff);
+  char hex[129];
+  for (size_t i = 0; i < eh->e_phnum; i++)
+    if (ph[i].p_type == PT_NOTE && in_bounds(ph[i].p_offset, ph[i].p_filesz, t->maplen) &&
+        notes_build_id(base + ph[i].p_offset, ph[i].p_filesz, hex, sizeof hex))
+      return strcmp(hex, want) == 0;
+  return 0;
 }
 
 struct collect {
@@ -461,6 +496,11 @@ static char *main_exe_path(void)
   char buf[PATH_MAX];
   if (culpert__main_exe_path(buf, sizeof buf) != 0)
     return strdup("/proc/self/exe");
+  /* The kernel's mark of a file deleted (or replaced) since: the name stays
+   * the program's, its bytes come from /proc/self/exe. */
+  size_t n = strlen(buf), k = sizeof " (deleted)" - 1;
+  if (n > k && strcmp(buf + n - k, " (deleted)") == 0)
+    buf[n - k] = '\0';
   return strdup(buf);
 }
 
@@ -502,6 +542,7 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
     obj->image_len = image_end;
   } else if (is_main) {
     obj->path = main_exe_path();
+    obj->reopen = strdup("/proc/self/exe");
   } else {
     /* An unnamed object other than the executable has no file to read:
      * its path stays "" and only dladdr() can name its code. */
@@ -543,6 +584,15 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
     m->is_self = !is_main && c->self_addr >= start && c->self_addr < start + ph->p_memsz;
     s->map_obj[s->nmaps] = s->nobjs - 1;
     s->nmaps++;
+    if (!obj->reopen && !is_vdso && obj->path && obj->path[0] == '/') {
+      /* The kernel's handle on this very mapping: opens the loaded file
+       * even after it was replaced on disk, where permitted. */
+      char alt[64];
+      snprintf(alt, sizeof alt, "/proc/self/map_files/%llx-%llx", (unsigned long long)m->start,
+               (unsigned long long)m->limit);
+      if (!(obj->reopen = strdup(alt)))
+        goto nomem;
+    }
   }
   return 0;
 
@@ -689,6 +739,7 @@ void culpert__symbolize_close(struct culpert__symbolizer *s)
     return;
   for (size_t i = 0; i < s->nobjs; i++) {
     free(s->objs[i].path);
+    free(s->objs[i].reopen);
     culpert__symtab_free(s->objs[i].tab);
     culpert__symtab_free(s->objs[i].dbg);
   }
@@ -762,8 +813,18 @@ static void load_object(struct object *obj)
     obj->tab = obj->names = t;
     return;
   }
-  if (symtab_map(obj->path, &obj->tab) != 0)
+  /* The file at the object's path, if it is still the build that is
+   * loaded; else the loaded build through the kernel, where it can be
+   * opened; else none (the debug file by build id and dladdr remain). */
+  if (symtab_map(obj->path, &obj->tab) == 0 && !same_build(obj->tab, obj->build_id)) {
+    culpert__symtab_free(obj->tab);
     obj->tab = NULL;
+  }
+  if (!obj->tab && obj->reopen && symtab_map(obj->reopen, &obj->tab) == 0 &&
+      !same_build(obj->tab, obj->build_id)) {
+    culpert__symtab_free(obj->tab);
+    obj->tab = NULL;
+  }
   /* A stripped object (no .symtab) whose debug file has a full table
    * takes its names from there: its own .dynsym is then never read. */
   int deferred = obj->tab && !has_section_type(obj->tab, SHT_SYMTAB) && obj->build_id[0];

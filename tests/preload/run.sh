@@ -525,6 +525,31 @@ write_on_signal)
   expect_totals busy.pb.gz handle_request/parse "100 100000 40 40000 100"
   expect_line "$(profile busy.pb.gz)" ' span=handle_request/parse frames=parse_alloc;handle_request;main;' \
     "loader lock held: symbolized stack"
+  # files replaced on disk while the program runs (a package upgrade under
+  # a running service): the profile still names the code that is loaded,
+  # read through the kernel (/proc/self/exe, map_files) or, where that is
+  # not permitted, from memory; never the new file's names
+  cp "$BIN/wl_basic" "$work/wl_up"
+  cp "$PLUGIN" "$work/plugin_up.so"
+  CULPERT_WRITE_ON_SIGNAL=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/up.pb.gz" \
+    env LD_PRELOAD="$LIB" "$work/wl_up" --hang >up.out 2>up.err &
+  prog=$!
+  CULPERT_WRITE_ON_SIGNAL=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/upl.pb.gz" \
+    env LD_PRELOAD="$LIB" "$BIN/wl_dlopen" "$work/plugin_up.so" --keep >upl.out 2>upl.err &
+  prog2=$!
+  for _ in $(seq 100); do
+    grep -q '^failures=' up.out && grep -q '^ready' upl.out && break
+    sleep 0.1
+  done
+  rm "$work/wl_up" "$work/plugin_up.so"
+  cp "$BIN/wl_threads" "$work/wl_up"
+  cp "$LIB" "$work/plugin_up.so"
+  kill -s TERM "$prog" "$prog2"
+  wait "$prog"
+  wait "$prog2"
+  expect_line "$(profile up.pb.gz)" ' span=handle_request/parse frames=parse_alloc;handle_request;main;' \
+    "executable replaced: stack"
+  expect_line "$(profile upl.pb.gz)" ' frames=([^;]*;)?plugin_work;main;' "library replaced: stack"
   # Threads allocating at the instant of the signal (every allocation
   # sampled, so they are often inside culpert): the forked copy writes a
   # readable profile that holds everything the joined threads did.
