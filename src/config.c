@@ -143,7 +143,16 @@ void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int
   v = get("CULPERT_WRITE_ON_SIGNAL");
   c->write_on_signal = v != NULL && *v != '\0' && strcmp(v, "0") != 0;
   v = get("CULPERT_OUTPUT");
-  c->output = (v != NULL && *v != '\0') ? v : NULL;
+  if (v != NULL && *v != '\0') {
+    size_t n = strlen(v);
+    if (n < sizeof c->output_buf) {
+      memcpy(c->output_buf, v, n + 1);
+      c->output = c->output_buf;
+    } else {
+      culpert__say_fd(warn_fd, "CULPERT_OUTPUT is longer than %u bytes; using the default name",
+                      (unsigned)sizeof c->output_buf - 1);
+    }
+  }
   v = get("CULPERT_INTERVAL");
   if (v != NULL && *v != '\0' && parse_seconds(v, &c->interval) != 0) {
     culpert__say_fd(warn_fd,

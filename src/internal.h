@@ -98,13 +98,16 @@ struct culpert__config {
   uint32_t stack_depth; /* CULPERT_STACK_DEPTH, 1..CULPERT__MAX_DEPTH */
   int quiet;            /* CULPERT_QUIET=1 */
   int no_children;      /* CULPERT_NO_CHILDREN=1 */
-  const char *output;   /* CULPERT_OUTPUT template, NULL when unset */
+  const char *output;   /* CULPERT_OUTPUT template (in output_buf), NULL when unset */
   uint32_t interval;    /* CULPERT_INTERVAL, seconds; 0 = the exit profile only */
   int write_on_signal;  /* CULPERT_WRITE_ON_SIGNAL=1 */
   /* CULPERT_METADATA, validated, as "key=value" strings in meta_buf. */
   const char *meta[CULPERT__MAX_META];
   uint32_t nmeta;
   char meta_buf[2048];
+  /* A copy: programs that set their process title (nginx, PostgreSQL)
+   * write over the memory their environment strings were in. */
+  char output_buf[CULPERT__PATH_MAX];
 };
 
 /* Look-up function for environment variables (getenv, or a table in tests). */

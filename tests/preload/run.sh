@@ -369,6 +369,12 @@ quiet_and_names)
     fail "wl_basic --stderr-to failed: $(cat out)"
   [ "$(cat data)" = "program data" ] || fail "the program's file on fd 2 changed: $(cat data)"
   [ -f s.pb.gz ] || fail "no profile after the program replaced its stderr"
+  # A program that writes over its environment strings (to set its process
+  # title): the profile still goes where CULPERT_OUTPUT said.
+  CULPERT_QUIET=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/title.pb.gz" run_pre "$BIN/wl_basic" \
+    --overwrite-env >out 2>err || fail "wl_basic --overwrite-env failed"
+  [ -f title.pb.gz ] || fail "no profile at CULPERT_OUTPUT after the environment was overwritten: $(ls)"
+  expect_totals title.pb.gz handle_request/parse "100 100000 40 40000 100"
   ;;
 symbols)
   # CULPERT_SYMBOLS=names: function names from the symbol tables, no line

@@ -19,7 +19,9 @@
  * (a handler only where the action is the default: it prints what
  * sigaction and signal report for SIGINT and SIGTERM), printing "handled
  * SIGINT" when it comes and then, as Python does, ending itself by SIGINT
- * with the default action. "--loader-busy" waits too, while a thread of
+ * with the default action. "--overwrite-env" writes 'x' over every
+ * environment string before exiting, as programs that set their process
+ * title do. "--loader-busy" waits too, while a thread of
  * its own sits inside a dl_iterate_phdr callback, holding the dynamic
  * loader's lock (as a thread caught mid-dlopen would).
  */
@@ -220,6 +222,11 @@ int main(int argc, char **argv)
     int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
     CHECK(fd == STDERR_FILENO);
     CHECK(write(fd, "program data\n", 13) == 13);
+  }
+  if (argc == 2 && strcmp(argv[1], "--overwrite-env") == 0) {
+    extern char **environ;
+    for (char **e = environ; *e != NULL; e++)
+      memset(*e, 'x', strlen(*e));
   }
   if (loader) {
     /* After the work (culpert's unwinder takes the same lock on a cache

@@ -201,6 +201,30 @@ static void test_config_metadata(void **state)
   assert_int_equal(lines, 1); /* one warning for all malformed entries */
 }
 
+/* CULPERT_OUTPUT is copied: a program that sets its process title writes
+ * over the memory its environment strings were in (nginx, PostgreSQL), and
+ * the profile must still go where the variable said. Too long: the default
+ * name, with a warning. */
+static void test_config_output_copied(void **state)
+{
+  (void)state;
+  char value[] = "/tmp/svc.%p.pb.gz";
+  const char *env[] = {"CULPERT_OUTPUT", value, NULL};
+  struct culpert__config c;
+  char warn[1024];
+  load(&c, env, warn, sizeof warn);
+  memset(value, 'x', sizeof value - 1);
+  assert_string_equal(c.output, "/tmp/svc.%p.pb.gz");
+  assert_string_equal(warn, "");
+
+  static char longer[CULPERT__PATH_MAX + 8];
+  memset(longer, 'a', sizeof longer - 1);
+  const char *env2[] = {"CULPERT_OUTPUT", longer, NULL};
+  load(&c, env2, warn, sizeof warn);
+  assert_null(c.output);
+  assert_non_null(strstr(warn, "CULPERT_OUTPUT is longer than"));
+}
+
 static void test_config_output_path(void **state)
 {
   (void)state;
@@ -233,6 +257,7 @@ int main(void)
       cmocka_unit_test(test_config_rate_zero_is_exact),
       cmocka_unit_test(test_config_metadata),
       cmocka_unit_test(test_config_output_path),
+      cmocka_unit_test(test_config_output_copied),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
