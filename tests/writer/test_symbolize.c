@@ -203,15 +203,24 @@ static void test_symbolize_lines_dwarf5(void **state)
   culpert__symbolize_close(s);
 }
 
+/* Load the DWARF 4 fixture object; *fn is its fixture_dwarf4_work. */
+static void *load_dwarf4_fixture(void **fn)
+{
+  void *h = dlopen(CULPERT_FIXTURE_DWARF4, RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    fail_msg("dlopen %s: %s", CULPERT_FIXTURE_DWARF4, dlerror());
+  *fn = dlsym(h, "fixture_dwarf4_work");
+  assert_non_null(*fn);
+  return h;
+}
+
 /* DWARF 4 in a dlopen'd object; once dlclose'd, its code is in no
  * mapping of a new snapshot. */
 static void test_symbolize_dlopen_dwarf4_then_dlclose(void **state)
 {
   (void)state;
-  void *h = dlopen(CULPERT_FIXTURE_DWARF4, RTLD_NOW | RTLD_LOCAL);
-  if (!h)
-    fail_msg("dlopen %s: %s", CULPERT_FIXTURE_DWARF4, dlerror());
-  void *fn = dlsym(h, "fixture_dwarf4_work");
+  void *fn;
+  void *h = load_dwarf4_fixture(&fn);
   const int *line = dlsym(h, "fixture_dwarf4_line");
   assert_non_null(fn);
   assert_non_null(line);
@@ -277,11 +286,8 @@ static void test_symbolize_dlopen_dwarf4_then_dlclose(void **state)
 static void test_symbolize_without_loader_locks(void **state)
 {
   (void)state;
-  void *h = dlopen(CULPERT_FIXTURE_DWARF4, RTLD_NOW | RTLD_LOCAL);
-  if (!h)
-    fail_msg("dlopen %s: %s", CULPERT_FIXTURE_DWARF4, dlerror());
-  void *fn = dlsym(h, "fixture_dwarf4_work");
-  assert_non_null(fn);
+  void *fn;
+  void *h = load_dwarf4_fixture(&fn);
   struct culpert__symbolizer *a, *b;
   assert_true(culpert__symbolize_loader_locks());
   assert_int_equal(culpert__symbolize_open(&a), 0);
