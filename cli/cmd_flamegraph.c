@@ -775,56 +775,17 @@ static const char *weight_label(const struct options *o)
 }
 
 /* Refuse a weight the file does not carry, naming the flag and the file. */
-static int check_weight(const struct culpert__profile *p, const struct options *o)
+static int check_weight(const struct culpert__profile *p, const void *arg, char *err, size_t errlen)
 {
-  if (o->inuse && !p->has_inuse) {
-    culpert__error("--inuse: '%s' has no in-use values", p->path);
-    return -EINVAL;
-  }
-  if (o->weight == WEIGHT_SAMPLES && !p->has_samples) {
-    culpert__error("--weight samples: '%s' has no raw sample counts", p->path);
-    return -EINVAL;
-  }
-  if (o->weight == WEIGHT_OBJECTS && !(o->inuse ? p->has_inuse : p->has_objects)) {
-    culpert__error("--weight objects: '%s' has no object counts", p->path);
-    return -EINVAL;
-  }
-  return 0;
-}
-
-/* Load every FILE, check that each carries the weight asked for (naming the
- * one that does not), and merge them when there are several. */
-static int load_all(const struct options *o, struct culpert__profile **out)
-{
-  struct culpert__profile **v = calloc(o->npaths, sizeof *v);
-  char err[512];
-  size_t i;
-  *out = NULL;
-  if (!v) {
-    culpert__error("out of memory");
-    return -ENOMEM;
-  }
-  for (i = 0; i < o->npaths; i++) {
-    if (culpert__profile_load(o->paths[i], &v[i], err, sizeof err) != 0) {
-      culpert__error("%s", err);
-      goto fail;
-    }
-    if (check_weight(v[i], o) != 0) {
-      i++;
-      goto fail;
-    }
-  }
-  int rc = 0;
-  if (o->npaths == 1)
-    *out = v[0];
-  else if ((rc = culpert__profile_merge(v, o->npaths, out, err, sizeof err)) != 0)
-    culpert__error("%s", err);
-  free(v);
-  return rc;
-fail:
-  while (i-- > 0)
-    culpert__profile_free(v[i]);
-  free(v);
+  const struct options *o = arg;
+  if (o->inuse && !p->has_inuse)
+    snprintf(err, errlen, "--inuse: '%s' has no in-use values", p->path);
+  else if (o->weight == WEIGHT_SAMPLES && !p->has_samples)
+    snprintf(err, errlen, "--weight samples: '%s' has no raw sample counts", p->path);
+  else if (o->weight == WEIGHT_OBJECTS && !(o->inuse ? p->has_inuse : p->has_objects))
+    snprintf(err, errlen, "--weight objects: '%s' has no object counts", p->path);
+  else
+    return 0;
   return -EINVAL;
 }
 
@@ -835,6 +796,7 @@ int culpert__cmd_flamegraph(int argc, char **argv)
   struct tree t = {0};
   FILE *out = NULL;
   char *tmp = NULL;
+  char err[512];
   char *subtitle = NULL;
   int status = CULPERT_EXIT_ERROR;
   size_t matched = 0;
@@ -845,8 +807,11 @@ int culpert__cmd_flamegraph(int argc, char **argv)
     return rc == 1 ? CULPERT_EXIT_OK : CULPERT_EXIT_ERROR;
   }
 
-  if (load_all(&o, &p) != 0)
+  if (culpert__profile_load_all(o.paths, o.npaths, NULL, check_weight, &o, &p, err, sizeof err) !=
+      0) {
+    culpert__error("%s", err);
     goto out;
+  }
   if (build_tree(p, &o, &t, &matched) != 0) {
     culpert__error("out of memory building the flame graph of '%s'", p->path);
     goto out;

@@ -828,46 +828,15 @@ static int parse(int argc, char **argv, struct opts *o)
   return 0;
 }
 
-/* Load FILE... (merged when there are several) into *out. With `inuse`,
- * every file must have in-use values. Prints the error and returns -1. */
-static int load_all(char **files, int n, const struct culpert__load_opts *lo, bool inuse,
-                    struct culpert__profile **out)
+/* --inuse needs in-use values in every file. */
+static int has_inuse(const struct culpert__profile *p, const void *arg, char *err, size_t errlen)
 {
-  struct culpert__profile **v = calloc((size_t)n, sizeof *v);
-  char err[512];
-  int i;
-  *out = NULL;
-  if (!v) {
-    culpert__error("out of memory");
-    return -1;
-  }
-  for (i = 0; i < n; i++) {
-    if (culpert__profile_load_with(files[i], lo, &v[i], err, sizeof err)) {
-      culpert__error("%s", err);
-      goto fail;
-    }
-    if (inuse && !v[i]->has_inuse) {
-      culpert__error("%s: --inuse: this profile has no in-use values (no inuse_space sample "
-                     "type)",
-                     files[i]);
-      i++;
-      goto fail;
-    }
-  }
-  if (n == 1) {
-    *out = v[0];
-  } else if (culpert__profile_merge(v, (size_t)n, out, err, sizeof err) != 0) {
-    culpert__error("%s", err);
-    free(v);
-    return -1;
-  }
-  free(v);
-  return 0;
-fail:
-  while (i-- > 0)
-    culpert__profile_free(v[i]);
-  free(v);
-  return -1;
+  (void)arg;
+  if (p->has_inuse)
+    return 0;
+  snprintf(err, errlen,
+           "%s: --inuse: this profile has no in-use values (no inuse_space sample type)", p->path);
+  return -EINVAL;
 }
 
 int culpert__cmd_report(int argc, char **argv)
@@ -875,6 +844,7 @@ int culpert__cmd_report(int argc, char **argv)
   struct opts o = {.top = 20};
   struct culpert__profile *p = NULL;
   struct culpert__span_node *root = NULL;
+  char err[512];
   int status = CULPERT_EXIT_ERROR;
 
   int rc = parse(argc, argv, &o);
@@ -904,8 +874,11 @@ int culpert__cmd_report(int argc, char **argv)
   struct culpert__load_opts lo = {.stacks = o.view == VIEW_CALLSITES ? CULPERT_STACKS_OF_SPAN
                                                                      : CULPERT_STACKS_NONE,
                                   .span = o.span};
-  if (load_all(o.files, o.nfiles, &lo, o.inuse, &p) != 0)
+  if (culpert__profile_load_all((const char *const *)o.files, (size_t)o.nfiles, &lo,
+                                o.inuse ? has_inuse : NULL, NULL, &p, err, sizeof err) != 0) {
+    culpert__error("%s", err);
     goto out;
+  }
   if (o.view == VIEW_CALLSITES) {
     rc = callsites(stdout, p, &o);
   } else {

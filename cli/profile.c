@@ -2176,6 +2176,35 @@ nomem:
   return -ENOMEM;
 }
 
+int culpert__profile_load_all(const char *const *paths, size_t n,
+                              const struct culpert__load_opts *opts,
+                              culpert__profile_check_fn check, const void *arg,
+                              struct culpert__profile **out, char *err, size_t errlen)
+{
+  struct culpert__profile **v = calloc(n ? n : 1, sizeof *v);
+  int rc = 0;
+  *out = NULL;
+  if (!v) {
+    snprintf(err, errlen, "out of memory");
+    return -ENOMEM;
+  }
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    rc = culpert__profile_load_with(paths[i], opts, &v[i], err, errlen);
+    if (rc == 0 && check)
+      rc = check(v[i], arg, err, errlen);
+  }
+  if (rc != 0) {
+    for (size_t i = 0; i < n; i++)
+      culpert__profile_free(v[i]); /* NULL for those not loaded */
+  } else if (n == 1) {
+    *out = v[0];
+  } else {
+    rc = culpert__profile_merge(v, n, out, err, errlen);
+  }
+  free(v);
+  return rc;
+}
+
 const char *culpert__profile_prop(const struct culpert__profile *p, const char *key)
 {
   for (size_t i = 0; i < p->nprops; i++)

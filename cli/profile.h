@@ -151,6 +151,19 @@ void culpert__profile_free(struct culpert__profile *p);
 int culpert__profile_merge(struct culpert__profile **in, size_t n, struct culpert__profile **out,
                            char *err, size_t errlen);
 
+/*
+ * culpert__profile_load_all: load paths[0..n-1] (n >= 1) with `opts` and,
+ * when there are several, merge them. `check`, when not NULL, sees each
+ * file as it is loaded; a non-zero return (with its message in err) stops
+ * there. Returns 0 and *out, or a negative errno with the message in err.
+ */
+typedef int (*culpert__profile_check_fn)(const struct culpert__profile *p, const void *arg,
+                                         char *err, size_t errlen);
+int culpert__profile_load_all(const char *const *paths, size_t n,
+                              const struct culpert__load_opts *opts,
+                              culpert__profile_check_fn check, const void *arg,
+                              struct culpert__profile **out, char *err, size_t errlen);
+
 /* Look up a culpert.* property ("culpert.stack"); NULL when absent. */
 const char *culpert__profile_prop(const struct culpert__profile *p, const char *key);
 
