@@ -252,6 +252,28 @@ static void others_free(struct other *v, size_t n)
   free(v);
 }
 
+/* The samples in PROGRAM's own profile `path`, or -1 when it cannot be
+ * read (the report then says why). */
+static int64_t own_samples(const char *path)
+{
+  struct culpert__load_opts lo = {.stacks = CULPERT_STACKS_NONE};
+  struct culpert__profile *p;
+  char err[512];
+  if (culpert__profile_load_with(path, &lo, &p, err, sizeof err) != 0)
+    return -1;
+  int64_t n = p->total_samples;
+  culpert__profile_free(p);
+  return n;
+}
+
+static bool any_samples(const struct other *v, long n)
+{
+  for (long i = 0; i < n; i++)
+    if (v[i].problem == NULL && v[i].samples > 0)
+      return true;
+  return false;
+}
+
 /*
  * find_others: the profiles that the other processes of this run (fork
  * children and the programs they exec) wrote next to `out`, as
@@ -547,13 +569,22 @@ int culpert__cmd_run(int argc, char **argv)
                                             after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
                                             after.st_mtim.tv_nsec != before.st_mtim.tv_nsec);
   others = find_others(out, &since, &other);
-  if (!written && others > 0) {
-    /* A shell that ends with _exit, say: the report covers what the
+  /* A shell script, say: the shell's own profile is empty, the programs it
+   * started allocated. */
+  bool empty = written && others > 0 && own_samples(out) == 0 && any_samples(other, others);
+  if ((!written || empty) && others > 0) {
+    /* Or a program killed by SIGKILL: the report covers what the
      * processes it started wrote (the readable ones), merged. */
-    fprintf(stderr,
-            "culpert: note: %s wrote no profile of its own (%s: it ended without running "
-            "exit handlers), but %ld other process%s of the run did:\n",
-            o.argv[0], out, others, others == 1 ? "" : "es");
+    if (empty)
+      fprintf(stderr,
+              "culpert: note: %s's own profile (%s) holds no samples; the report covers the "
+              "%ld other process%s of the run instead:\n",
+              o.argv[0], out, others, others == 1 ? "" : "es");
+    else
+      fprintf(stderr,
+              "culpert: note: %s wrote no profile of its own (%s: it ended without running "
+              "exit handlers), but %ld other process%s of the run did:\n",
+              o.argv[0], out, others, others == 1 ? "" : "es");
     print_others(stderr, other, (size_t)others);
     status = prog_status;
     if (!o.no_report) {

@@ -538,6 +538,13 @@ int culpert__signal_intercept(int sig, const struct sigaction *act, struct sigac
  * (destructor of libculpert.so). Other threads keep pass-through service. */
 void culpert__output_at_exit(void);
 
+/* culpert__output_at_immediate_exit: the exit profile before _exit or
+ * _Exit ends the process (their wrappers in malloc.c), written from a
+ * forked copy as at an ending signal; nothing in a process culpert did not
+ * see begin (a vfork child). Async-signal-safe in the way the signal-time
+ * writer is. */
+void culpert__output_at_immediate_exit(void);
+
 /* culpert__output_write_file: encode and write atomically (temp + rename),
  * then say so on stderr unless quiet. Guard must be set. */
 int culpert__output_write_file(const char *path);

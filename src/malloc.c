@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -828,6 +829,35 @@ CULPERT__EXPORT sighandler_t signal(int sig, sighandler_t handler)
   return culpert__signal_intercept(sig, &act, &old) == 0 ? old.sa_handler : SIG_ERR;
 }
 
+/* ---------------------------------------------------------------- _exit */
+
+/*
+ * _exit and _Exit skip the exit handlers, and with them culpert's
+ * destructor: the profile is written here first (output.c), then the next
+ * definition (libc's) ends the process. glibc's own calls (posix_spawn's
+ * child, daemon) do not come through here.
+ */
+static void (*next_exit)(int);
+
+static _Noreturn void immediate_exit(int status)
+{
+  culpert__output_at_immediate_exit();
+  if (next_exit != NULL)
+    next_exit(status);
+  for (;;)
+    syscall(SYS_exit_group, status);
+}
+
+CULPERT__EXPORT void _exit(int status)
+{
+  immediate_exit(status);
+}
+
+CULPERT__EXPORT void _Exit(int status)
+{
+  immediate_exit(status);
+}
+
 /* ---------------------------------------------------------------- start and exit */
 
 __attribute__((constructor)) static void culpert_start(void)
@@ -835,6 +865,7 @@ __attribute__((constructor)) static void culpert_start(void)
   resolve();
   SET_FN(next_sigaction, dlsym(RTLD_NEXT, "sigaction"));
   SET_FN(next_signal, dlsym(RTLD_NEXT, "signal"));
+  SET_FN(next_exit, dlsym(RTLD_NEXT, "_exit"));
   culpert__tls.guard++;
   culpert__init();
   culpert__tls.guard--;

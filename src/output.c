@@ -140,6 +140,13 @@ static void find_exe_name(void)
 
 /* ---------------------------------------------------------------- fork */
 
+/* The thread forking a writer (0: none) and, once forked, the writer. An
+ * ending signal may come while _exit's copy writes (Python's process pool
+ * sends SIGTERM to workers that are ending with _exit): the second caller
+ * waits for the first copy instead of forking another. */
+static atomic_int writer_tid;
+static atomic_int writer_pid;
+
 static void interval_start(void);
 static void catch_ending_signals(void);
 /* CULPERT_WRITE_ON_SIGNAL (below): the first signal caught (0 = none) and
@@ -194,6 +201,8 @@ static void fork_child(void)
   start_nanos = now_nanos();
   atomic_store(&caught, 0);
   atomic_store(&caught_at, 0);
+  atomic_store(&writer_tid, 0);
+  atomic_store(&writer_pid, 0);
   interval_start();
   culpert__tls.guard--;
 }
@@ -278,8 +287,7 @@ void culpert__init(void)
   if (culpert__cfg.no_children)
     drop_from_preload();
   culpert__stack_init(culpert__cfg.stack_mode);
-  if (culpert__cfg.write_on_signal)
-    culpert__demangle_prepare(); /* the signal-time writer cannot dlsym */
+  culpert__demangle_prepare(); /* the writer of a forked copy cannot dlsym */
   if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
     culpert__sampler_stop("pthread_atfork failed");
     goto out;
@@ -748,25 +756,10 @@ static int hold_tables(void)
   return 0;
 }
 
-/* Write the exit profile from a forked copy of the process; 0 once it is
- * written. */
-static int write_from_child(void)
+/* Wait for the forked writer `child` to end, WRITER_SECONDS at most; 0
+ * once it has written the profile. */
+static int wait_for_writer(pid_t child)
 {
-  if (_Fork == NULL || culpert__use_private_heap == NULL || !atomic_load(&culpert__ready) ||
-      culpert__sampler_failed() || !atomic_load(&culpert__running))
-    return -1;
-  int held = hold_tables();
-  pid_t child = _Fork();
-  if (child == 0)
-    writer_child(); /* resets the locks */
-  if (held) {
-    culpert__live_unlock();
-    culpert__record_unlock();
-  }
-  if (child < 0) {
-    say_raw("culpert: cannot fork to write the profile at the signal; none written\n");
-    return -1;
-  }
   int status = 0;
   pid_t got;
   int64_t deadline = monotonic_seconds() + WRITER_SECONDS;
@@ -777,17 +770,57 @@ static int write_from_child(void)
   if (got == 0) {
     kill(child, SIGKILL);
     waitpid(child, &status, 0);
-    say_raw("culpert: writing the profile at the signal took too long; stopped\n");
+    say_raw("culpert: writing the profile took too long; stopped\n");
     return -1;
   }
   if (got < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     if (got > 0 && !WIFEXITED(status))
-      say_raw("culpert: the process writing the profile at the signal failed; none written\n");
+      say_raw("culpert: the process writing the profile failed; none written\n");
     return -1;
   }
   /* The profile is written: the exit profile must not replace it. */
   atomic_store(&culpert__running, 0);
   return 0;
+}
+
+/* Write the exit profile from a forked copy of the process; 0 once it is
+ * written. */
+static int write_from_child(void)
+{
+  if (_Fork == NULL || culpert__use_private_heap == NULL || !atomic_load(&culpert__ready) ||
+      culpert__sampler_failed() || !atomic_load(&culpert__running))
+    return -1;
+  int me = (int)gettid(), other = 0;
+  if (!atomic_compare_exchange_strong(&writer_tid, &other, me)) {
+    if (other == me) { /* this thread was interrupted while its copy writes */
+      pid_t child = (pid_t)atomic_load(&writer_pid);
+      return child > 0 ? wait_for_writer(child) : -1;
+    }
+    int64_t deadline = monotonic_seconds() + WRITER_SECONDS + 1;
+    while (atomic_load(&writer_tid) != 0 && monotonic_seconds() < deadline) {
+      struct timespec tick = {0, 5 * 1000 * 1000};
+      nanosleep(&tick, NULL);
+    }
+    return atomic_load(&culpert__running) ? -1 : 0;
+  }
+  int held = hold_tables();
+  pid_t child = _Fork();
+  if (child == 0)
+    writer_child(); /* resets the locks */
+  if (held) {
+    culpert__live_unlock();
+    culpert__record_unlock();
+  }
+  int rc = -1;
+  if (child < 0) {
+    say_raw("culpert: cannot fork to write the profile; none written\n");
+  } else {
+    atomic_store(&writer_pid, (int)child);
+    rc = wait_for_writer(child);
+    atomic_store(&writer_pid, 0);
+  }
+  atomic_store(&writer_tid, 0);
+  return rc;
 }
 
 static void on_ending_signal(int sig)
@@ -839,6 +872,34 @@ static void catch_ending_signals(void)
     if (__sigaction(ending_signals[i], &sa, NULL) == 0)
       atomic_fetch_or(&hidden, 1u << i);
   }
+}
+
+/* ------------------------------------------------------------ _exit, _Exit */
+
+/*
+ * _exit and _Exit end the process without its exit handlers, so their
+ * wrappers (malloc.c) have the exit profile written first. They are
+ * async-signal-safe and called from signal handlers, or while other threads
+ * are inside an update, so the profile comes from a forked copy, as at an
+ * ending signal. Not in a process whose start culpert did not see: a vfork
+ * child shares its parent's memory, and a clone made without fork's
+ * handlers has no state of its own; both pass straight through. A write in
+ * progress on another thread (the exit profile, CULPERT_INTERVAL's, a
+ * snapshot) is waited for, WRITER_SECONDS at most, so that it is not cut
+ * off, and write_lock then stays held, so no other write can rename its
+ * file over this one.
+ */
+void culpert__output_at_immediate_exit(void)
+{
+  if (!atomic_load(&culpert__ready) || (long)getpid() != pid)
+    return;
+  if (culpert__tls.guard == 0) { /* else this thread may hold write_lock itself */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += WRITER_SECONDS;
+    (void)pthread_mutex_timedlock(&write_lock, &until);
+  }
+  write_from_child(); /* nothing when the exit profile is written already */
 }
 
 /* ---------------------------------------------------------------- public API */

@@ -104,15 +104,25 @@ sed -n 4p list | grep -qx "  run_workload (pid $execd)  *1\.27 MB  350 samples  
 "$culpert" report "$tmp/k.pb.gz.$forked" >rep 2>&1 || fail "report of the fork child's profile: $(cat rep)"
 has rep "handle_batch                                   1.76 MB   69.23%  (self 200.00 KB)" || fail "the fork child's profile: $(cat rep)"
 
-# 8. PROGRAM writes no profile of its own (it ends with _exit) but a child
-#    does: a note lists the child's file, the report is the child's, and
-#    PROGRAM's status (0) stands.
-"$culpert" run --rate 0 -o "$tmp/o.pb.gz" -- "$workload" orphan >out 2>err
+# 8. PROGRAM writes no profile of its own (it ends by the exit system call
+#    itself) but a child does: a note lists the child's file, the report is
+#    the child's, and PROGRAM's status (0) stands.
+"$culpert" run --rate 0 -o "$tmp/o.pb.gz" -- "$workload" orphan raw >out 2>err
 rc=$?
 [ $rc -eq 0 ] || fail "orphan run exited $rc, want 0: $(cat err)"
 has err "culpert: note: $workload wrote no profile of its own ($tmp/o.pb.gz: it ended without running exit handlers), but 1 other process of the run did:" || fail "orphan note: $(cat err)"
 grep -qx "  run_workload (pid [0-9]*)  1\.27 MB  350 samples  $tmp/o\.pb\.gz\.[0-9]*" err || fail "orphan row: $(cat err)"
 has out "handle_batch                                 900.00 KB   69.23%  (self 100.00 KB)" || fail "orphan run: no report of the child's profile: $(cat out)"
+
+# 8b. PROGRAM's own profile holds no samples (a launcher, a shell script)
+#     but a child's does: the same, with a note saying so.
+"$culpert" run --rate 0 -o "$tmp/e.pb.gz" -- "$workload" orphan >out 2>err
+rc=$?
+[ $rc -eq 0 ] || fail "empty-profile run exited $rc, want 0: $(cat err)"
+[ -s "$tmp/e.pb.gz" ] || fail "the launcher wrote no profile of its own (it ends with _exit): $(ls "$tmp")"
+has err "culpert: note: $workload's own profile ($tmp/e.pb.gz) holds no samples; the report covers the 1 other process of the run instead:" || fail "empty-profile note: $(cat err)"
+grep -qx "  run_workload (pid [0-9]*)  1\.27 MB  350 samples  $tmp/e\.pb\.gz\.[0-9]*" err || fail "empty-profile row: $(cat err)"
+has out "handle_batch                                 900.00 KB   69.23%  (self 100.00 KB)" || fail "empty-profile run: no report of the child's profile: $(cat out)"
 
 # 9. -o takes CULPERT_OUTPUT's %p, %e and %%: culpert expands them itself,
 #    finds the profile, and the children's files carry .PID after it.

@@ -13,13 +13,18 @@
  *                           starts a fork child that runs the spans twice
  *                           and an exec'd copy of itself that runs them
  *                           once; writes their pids to FILE
- *   run_workload orphan     a fork child runs the spans; the program then
- *                           ends with _exit, writing no profile of its own
+ *   run_workload orphan [raw]
+ *                           a fork child runs the spans; the program itself
+ *                           allocates nothing and ends with _exit (its
+ *                           profile holds no samples), or with raw, by the
+ *                           exit system call itself, which nothing of
+ *                           culpert's sees (it writes no profile)
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -103,6 +108,8 @@ int main(int argc, char **argv)
     int st;
     if (pid < 0 || waitpid(pid, &st, 0) < 0 || st != 0)
       return 3;
+    if (argc > 2 && strcmp(argv[2], "raw") == 0)
+      syscall(SYS_exit_group, 0);
     _exit(0);
   }
   handle_batch();

@@ -51,14 +51,15 @@ run_pre() { # run a command with libculpert preloaded
 case "$case_name" in
 exports)
   # Only the allocation functions, sigaction and signal (which hide
-  # CULPERT_WRITE_ON_SIGNAL's handlers) and culpert_* leave the library, and
+  # CULPERT_WRITE_ON_SIGNAL's handlers), _exit and _Exit (which write the
+  # exit profile first) and culpert_* leave the library, and
   # libunwind is not a dependency (it is dlopened RTLD_LOCAL).
   syms=$(nm -D --defined-only "$LIB" | awk '{print $3}' | sed 's/@.*//' | sort)
-  allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sigaction|signal|culpert_[a-z_]+)$'
+  allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sigaction|signal|_exit|_Exit|culpert_[a-z_]+)$'
   bad=$(printf '%s\n' "$syms" | grep -Ev "$allowed")
   [ -z "$bad" ] || fail "unexpected exports: $bad"
   for s in malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc \
-    pvalloc malloc_usable_size sigaction signal culpert_span_enter culpert_span_exit culpert_span_current \
+    pvalloc malloc_usable_size sigaction signal _exit _Exit culpert_span_enter culpert_span_exit culpert_span_current \
     culpert_span_enter_child_of culpert_snapshot_write culpert_snapshot culpert_is_active; do
     printf '%s\n' "$syms" | grep -qx "$s" || fail "missing export $s"
   done
@@ -191,6 +192,35 @@ fork)
   [ "$(printf '%s\n' "$main_file" | grep -c .)" -eq 1 ] || fail "parent_work in: $main_file"
   expect_totals "$main_file" parent_work "10 10000 10 10000 10"
   expect_totals "$main_file" child_work "0 0 0 0 0"
+  ;;
+immediate_exit)
+  # _exit and _Exit write the exit profile first, also from a signal
+  # handler on a thread that was allocating; a vfork child writes nothing.
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/q.%p.pb.gz" \
+    timeout 60 env LD_PRELOAD="$LIB" "$BIN/wl_fork" --immediate-exit 2>err)
+  rc=$?
+  [ $rc -eq 0 ] || fail "wl_fork --immediate-exit exited $rc, want 0: $(cat err)"
+  for want in 3 4 6; do
+    child=$(printf '%s\n' "$out" | awk -v s="$want" '$1 == "exit" && $4 == s {print $2}')
+    if [ -z "$child" ]; then
+      fail "no fork child ended with status $want: $out"
+    elif [ ! -f "q.$child.pb.gz" ]; then
+      fail "the child ending with status $want wrote no profile: $(ls) $(cat err)"
+    else
+      expect_totals "q.$child.pb.gz" child_work "5 15000 5 15000 5"
+      expect_line "$(cat err)" "^culpert: wrote profile to $work/q\.$child\.pb\.gz " \
+        "the stderr line for the child ending with status $want"
+    fi
+  done
+  vf=$(printf '%s\n' "$out" | awk '$1 == "vfork" && $4 == 5 {print $2}')
+  [ -n "$vf" ] || fail "the vfork child did not end with status 5: $out"
+  [ -n "$vf" ] && [ -f "q.$vf.pb.gz" ] && fail "the vfork child wrote a profile"
+  main_file=$(ls q.*.pb.gz | while read -r f; do
+    profile "$f" | grep -q 'span=parent_work' && echo "$f"; done)
+  [ "$(printf '%s\n' "$main_file" | grep -c .)" -eq 1 ] || fail "parent_work in: $main_file"
+  expect_totals "$main_file" parent_work "10 10000 10 10000 10"
+  [ "$(ls q.*.pb.gz | wc -l)" -eq 4 ] || fail "want 4 profiles (program, 3 children): $(ls)"
+  ls ./*.tmp.* >/dev/null 2>&1 && fail "temporary files left: $(ls)"
   ;;
 exec_child)
   # CULPERT_OUTPUT without %p: the first process gets the name, every

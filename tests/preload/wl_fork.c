@@ -7,8 +7,16 @@
  *   parent profile:  parent_work 10 x 1000 bytes, no child_work
  *   each fork child: child_work 5 x 3000 bytes, no parent_work
  *   exec'd child:    exec_child 7 x 700 bytes
+ *
+ * wl_fork --immediate-exit: three fork children that each allocate
+ * child_work 5 x 3000 bytes and end without exit handlers: with _exit(3),
+ * with _Exit(4), and from a SIGUSR1 handler with _exit(6) on a thread that
+ * was allocating; a vfork child that ends with _exit(5) at once; then the
+ * program itself ends with _exit(0). Prints "exit PID status N" for the
+ * fork children, "vfork PID status N" for the vfork child.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +43,56 @@ static void *busy(void *arg)
   return NULL;
 }
 
+static void end_in_handler(int sig)
+{
+  (void)sig;
+  _exit(6);
+}
+
+static void report(const char *what, pid_t pid)
+{
+  int status;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+    printf("%s failed\n", what);
+    return;
+  }
+  printf("%s %d status %d\n", what, (int)pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+static int immediate_exits(void)
+{
+  for (int kind = 0; kind < 3; kind++) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+      culpert_span_enter("child_work");
+      for (int k = 0; k < 5; k++)
+        kept[10 + k] = malloc(3000);
+      culpert_span_exit();
+      if (kind == 0)
+        _exit(3);
+      if (kind == 1)
+        _Exit(4);
+      signal(SIGUSR1, end_in_handler);
+      pthread_t t;
+      pthread_create(&t, NULL, busy, NULL);
+      struct timespec settle = {0, 20 * 1000 * 1000};
+      nanosleep(&settle, NULL);
+      pthread_kill(t, SIGUSR1);
+      for (;;)
+        pause();
+    }
+    report("exit", pid);
+  }
+  fflush(stdout);
+  pid_t child = vfork();
+  if (child == 0)
+    _exit(5); /* shares the parent's memory: culpert must write nothing */
+  report("vfork", child);
+  fflush(stdout);
+  _exit(0);
+}
+
 int main(int argc, char **argv)
 {
   if (argc > 1 && strcmp(argv[1], "--exec-child") == 0) {
@@ -47,6 +105,8 @@ int main(int argc, char **argv)
   for (int i = 0; i < 10; i++)
     kept[i] = malloc(1000);
   culpert_span_exit();
+  if (argc > 1 && strcmp(argv[1], "--immediate-exit") == 0)
+    return immediate_exits();
 
   pthread_t t[2];
   for (int i = 0; i < 2; i++)
