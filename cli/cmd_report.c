@@ -127,7 +127,8 @@ static void rate_and_samples(const struct culpert__profile *p, char *buf, size_t
   char r[CULPERT_FMT_RATES_MAX];
   culpert__fmt_merged_rate(r, p->rate, p->nparts, p->mixed_rates);
   if (p->has_samples)
-    snprintf(buf, len, "%" PRId64 " samples, sample rate %s", p->total_samples, r);
+    snprintf(buf, len, "%" PRId64 " sample%s, sample rate %s", p->total_samples,
+             p->total_samples == 1 ? "" : "s", r);
   else
     snprintf(buf, len, "sample counts not recorded, sample rate %s", r);
 }

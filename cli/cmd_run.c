@@ -577,9 +577,9 @@ int culpert__cmd_run(int argc, char **argv)
      * processes it started wrote (the readable ones), merged. */
     if (empty)
       fprintf(stderr,
-              "culpert: note: %s's own profile (%s) holds no samples; the report covers the "
-              "%ld other process%s of the run instead:\n",
-              o.argv[0], out, others, others == 1 ? "" : "es");
+              "culpert: note: %s's own profile (%s) holds no samples, but %ld other "
+              "process%s of the run wrote %s:\n",
+              o.argv[0], out, others, others == 1 ? "" : "es", others == 1 ? "one" : "profiles");
     else
       fprintf(stderr,
               "culpert: note: %s wrote no profile of its own (%s: it ended without running "

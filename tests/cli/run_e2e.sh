@@ -120,7 +120,7 @@ has out "handle_batch                                 900.00 KB   69.23%  (self 
 rc=$?
 [ $rc -eq 0 ] || fail "empty-profile run exited $rc, want 0: $(cat err)"
 [ -s "$tmp/e.pb.gz" ] || fail "the launcher wrote no profile of its own (it ends with _exit): $(ls "$tmp")"
-has err "culpert: note: $workload's own profile ($tmp/e.pb.gz) holds no samples; the report covers the 1 other process of the run instead:" || fail "empty-profile note: $(cat err)"
+has err "culpert: note: $workload's own profile ($tmp/e.pb.gz) holds no samples, but 1 other process of the run wrote one:" || fail "empty-profile note: $(cat err)"
 grep -qx "  run_workload (pid [0-9]*)  1\.27 MB  350 samples  $tmp/e\.pb\.gz\.[0-9]*" err || fail "empty-profile row: $(cat err)"
 has out "handle_batch                                 900.00 KB   69.23%  (self 100.00 KB)" || fail "empty-profile run: no report of the child's profile: $(cat out)"
 
