@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "symbolize.h"
 
 /* ---------------------------------------------------------------- the real allocator */
 
@@ -829,6 +830,36 @@ CULPERT__EXPORT sighandler_t signal(int sig, sighandler_t handler)
   return culpert__signal_intercept(sig, &act, &old) == 0 ? old.sa_handler : SIG_ERR;
 }
 
+/* ---------------------------------------------------------------- dlclose */
+
+/*
+ * dlclose: an object unloaded before the profile is written would leave
+ * its samples' frames unnamed, so the symbolizer notes it first and keeps
+ * the note if it is really gone (symbolize.h). Not a hot path.
+ */
+static int (*next_dlclose)(void *);
+
+CULPERT__EXPORT int dlclose(void *handle)
+{
+  int (*next)(void *) = next_dlclose;
+  if (next == NULL) /* before start-up */
+    SET_FN(next, dlsym(RTLD_NEXT, "dlclose"));
+  if (next == NULL) {
+    errno = ENOSYS;
+    return -1;
+  }
+  culpert__tls.guard++; /* culpert's own allocations are not the program's */
+  struct culpert__unload_note *note = culpert__symbolize_unload_begin(handle);
+  culpert__tls.guard--;
+  int rc = next(handle);
+  int saved = errno;
+  culpert__tls.guard++;
+  culpert__symbolize_unload_end(note);
+  culpert__tls.guard--;
+  errno = saved;
+  return rc;
+}
+
 /* ---------------------------------------------------------------- _exit */
 
 /*
@@ -866,6 +897,7 @@ __attribute__((constructor)) static void culpert_start(void)
   SET_FN(next_sigaction, dlsym(RTLD_NEXT, "sigaction"));
   SET_FN(next_signal, dlsym(RTLD_NEXT, "signal"));
   SET_FN(next_exit, dlsym(RTLD_NEXT, "_exit"));
+  SET_FN(next_dlclose, dlsym(RTLD_NEXT, "dlclose"));
   culpert__tls.guard++;
   culpert__init();
   culpert__tls.guard--;

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -504,12 +505,15 @@ static char *main_exe_path(void)
   return strdup(buf);
 }
 
-static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
+/* Adds one object and its executable segments. `build_id` is the one
+ * noted when an unloaded object was still mapped, or NULL: read it from
+ * the mapped notes. An unloaded object is never the executable or the
+ * vdso, and has no /proc/self/map_files entry any more. */
+static int add_object(const struct dl_phdr_info *info, struct collect *c, const char *build_id)
 {
-  struct collect *c = data;
   struct culpert__symbolizer *s = c->s;
-  int is_main = c->first;
-  (void)size;
+  int unloaded = build_id != NULL;
+  int is_main = c->first && !unloaded;
   c->first = 0;
 
   /* Where the ELF header sits: the load segment that maps file offset 0. */
@@ -524,7 +528,7 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
     if (ph->p_vaddr + ph->p_memsz > image_end)
       image_end = ph->p_vaddr + ph->p_memsz;
   }
-  int is_vdso = !is_main && c->vdso != 0 && header == c->vdso;
+  int is_vdso = !is_main && !unloaded && c->vdso != 0 && header == c->vdso;
 
   if (s->nobjs == c->cap_objs) {
     size_t cap = c->cap_objs ? c->cap_objs * 2 : 16;
@@ -550,7 +554,10 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
   }
   if (!is_vdso && !obj->path)
     goto nomem;
-  note_build_id(info, obj->build_id, sizeof obj->build_id);
+  if (unloaded)
+    snprintf(obj->build_id, sizeof obj->build_id, "%s", build_id);
+  else
+    note_build_id(info, obj->build_id, sizeof obj->build_id);
   s->nobjs++;
 
   for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -584,7 +591,7 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
     m->is_self = !is_main && c->self_addr >= start && c->self_addr < start + ph->p_memsz;
     s->map_obj[s->nmaps] = s->nobjs - 1;
     s->nmaps++;
-    if (!obj->reopen && !is_vdso && obj->path && obj->path[0] == '/') {
+    if (!obj->reopen && !is_vdso && !unloaded && obj->path && obj->path[0] == '/') {
       /* The kernel's handle on this very mapping: opens the loaded file
        * even after it was replaced on disk, where permitted. */
       char alt[64];
@@ -599,6 +606,12 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
 nomem:
   s->err = -ENOMEM;
   return 1;
+}
+
+static int collect_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+  (void)size;
+  return add_object(info, data, NULL);
 }
 
 struct start_index {
@@ -662,27 +675,164 @@ static int main_phdrs(const struct link_map *m, struct dl_phdr_info *info)
  * address, from the auxiliary vector); an object whose header is not there
  * (or not mapped) is left out.
  */
+/* The program headers of a loaded shared object, from its ELF header at
+ * its load address; 0 when they are not there or not mapped. */
+static int link_map_phdrs(const struct link_map *m, struct dl_phdr_info *info, long page)
+{
+  memset(info, 0, sizeof *info);
+  info->dlpi_addr = m->l_addr;
+  info->dlpi_name = m->l_name;
+  const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m->l_addr;
+  if (m->l_addr == 0 || !mapped(eh, sizeof *eh, page) ||
+      memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_phentsize != sizeof(ElfW(Phdr)))
+    return 0;
+  info->dlpi_phdr = (const ElfW(Phdr) *)(m->l_addr + eh->e_phoff);
+  info->dlpi_phnum = eh->e_phnum;
+  return mapped(info->dlpi_phdr, info->dlpi_phnum * sizeof(ElfW(Phdr)), page);
+}
+
 static void walk_link_maps(struct collect *c)
 {
   for (struct link_map *m = _r_debug.r_map; m != NULL; m = m->l_next) {
     struct dl_phdr_info info;
-    memset(&info, 0, sizeof info);
-    info.dlpi_addr = m->l_addr;
-    info.dlpi_name = m->l_name;
-    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m->l_addr;
-    if (m->l_addr != 0 && mapped(eh, sizeof *eh, c->page) &&
-        memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_phentsize == sizeof(ElfW(Phdr))) {
-      info.dlpi_phdr = (const ElfW(Phdr) *)(m->l_addr + eh->e_phoff);
-      info.dlpi_phnum = eh->e_phnum;
-    } else if (m == _r_debug.r_map) {
-      main_phdrs(m, &info); /* an executable linked at a fixed address */
-    }
-    if (info.dlpi_phdr == NULL ||
-        !mapped(info.dlpi_phdr, info.dlpi_phnum * sizeof(ElfW(Phdr)), c->page)) {
+    int ok = link_map_phdrs(m, &info, c->page);
+    if (!ok && m == _r_debug.r_map) /* an executable linked at a fixed address */
+      ok = main_phdrs(m, &info) &&
+           mapped(info.dlpi_phdr, info.dlpi_phnum * sizeof(ElfW(Phdr)), c->page);
+    if (!ok) {
       c->first = 0; /* the executable, if it was this one, stays undescribed */
       continue;
     }
     if (collect_object(&info, sizeof info, c) != 0)
+      break;
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Unloaded objects                                                        */
+
+/*
+ * What the dlclose wrapper (malloc.c) notes of an object about to be
+ * unloaded: enough to describe it again once it is gone. Kept in a list
+ * that only grows, at most UNLOADED_MAX objects, each build at each
+ * address once (a plugin loaded and unloaded in a loop is noted once). The
+ * list is appended under a lock and read without one (by a forked writer
+ * too): a reader sees every note published before its count.
+ */
+#define UNLOADED_MAX   64
+#define UNLOADED_PHDRS 16
+
+struct culpert__unload_note {
+  uint64_t bias;
+  char *path; /* absolute when the loader's name could be resolved */
+  char build_id[129];
+  ElfW(Phdr) phdr[UNLOADED_PHDRS]; /* the PT_LOAD headers */
+  ElfW(Half) phnum;
+};
+
+static struct culpert__unload_note *unloaded[UNLOADED_MAX];
+static atomic_size_t n_unloaded;
+static pthread_mutex_t unloaded_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void note_free(struct culpert__unload_note *u)
+{
+  if (u) {
+    free(u->path);
+    free(u);
+  }
+}
+
+struct culpert__unload_note *culpert__symbolize_unload_begin(void *handle)
+{
+  struct link_map *m = NULL;
+  struct dl_phdr_info info;
+  long page = sysconf(_SC_PAGESIZE);
+  if (handle == NULL || dlinfo(handle, RTLD_DI_LINKMAP, &m) != 0 || m == NULL ||
+      m->l_name == NULL || m->l_name[0] == '\0' ||
+      !link_map_phdrs(m, &info, page > 0 ? page : 4096))
+    return NULL;
+  struct culpert__unload_note *u = calloc(1, sizeof *u);
+  if (!u)
+    return NULL;
+  u->bias = m->l_addr;
+  /* The loader keeps the name it was given ("./plugin.so"): resolve it
+   * now, while the working directory is the one it was loaded from. */
+  u->path = m->l_name[0] == '/' ? NULL : realpath(m->l_name, NULL);
+  if (!u->path)
+    u->path = strdup(m->l_name);
+  note_build_id(&info, u->build_id, sizeof u->build_id);
+  for (int i = 0; i < info.dlpi_phnum && u->phnum < UNLOADED_PHDRS; i++)
+    if (info.dlpi_phdr[i].p_type == PT_LOAD)
+      u->phdr[u->phnum++] = info.dlpi_phdr[i];
+  if (!u->path || u->phnum == 0) {
+    note_free(u);
+    return NULL;
+  }
+  return u;
+}
+
+static int still_loaded(struct dl_phdr_info *info, size_t size, void *data)
+{
+  (void)size;
+  return info->dlpi_addr == ((const struct culpert__unload_note *)data)->bias;
+}
+
+void culpert__symbolize_unload_end(struct culpert__unload_note *u)
+{
+  if (!u)
+    return;
+  /* dlclose only drops a reference: the object may stay. */
+  if (dl_iterate_phdr(still_loaded, u) != 0) {
+    note_free(u);
+    return;
+  }
+  pthread_mutex_lock(&unloaded_lock);
+  size_t n = atomic_load_explicit(&n_unloaded, memory_order_relaxed);
+  int keep = n < UNLOADED_MAX;
+  for (size_t i = 0; i < n && keep; i++)
+    keep = !(unloaded[i]->bias == u->bias && strcmp(unloaded[i]->build_id, u->build_id) == 0 &&
+             strcmp(unloaded[i]->path, u->path) == 0);
+  if (keep) {
+    unloaded[n] = u;
+    atomic_store_explicit(&n_unloaded, n + 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&unloaded_lock);
+  if (!keep)
+    note_free(u);
+}
+
+/* Whether an executable segment of `u` overlaps a mapping already in s. */
+static int overlaps_maps(const struct culpert__symbolizer *s, const struct culpert__unload_note *u)
+{
+  for (ElfW(Half) i = 0; i < u->phnum; i++) {
+    if (!(u->phdr[i].p_flags & PF_X) || u->phdr[i].p_memsz == 0)
+      continue;
+    uint64_t start = u->bias + u->phdr[i].p_vaddr, end = start + u->phdr[i].p_memsz;
+    for (size_t k = 0; k < s->nmaps; k++)
+      if (start < s->maps[k].limit && s->maps[k].start < end)
+        return 1;
+  }
+  return 0;
+}
+
+/* The unloaded objects, newest first, where nothing loaded (or unloaded
+ * later) has taken their place: samples taken in their code keep their
+ * names. */
+static void add_unloaded(struct collect *c)
+{
+  size_t n = atomic_load_explicit(&n_unloaded, memory_order_acquire);
+  c->first = 0;
+  for (size_t i = n; i-- > 0;) {
+    const struct culpert__unload_note *u = unloaded[i];
+    if (overlaps_maps(c->s, u))
+      continue;
+    struct dl_phdr_info info;
+    memset(&info, 0, sizeof info);
+    info.dlpi_addr = u->bias;
+    info.dlpi_name = u->path;
+    info.dlpi_phdr = u->phdr;
+    info.dlpi_phnum = u->phnum;
+    if (add_object(&info, c, u->build_id) != 0)
       break;
   }
 }
@@ -707,6 +857,8 @@ int culpert__symbolize_open(struct culpert__symbolizer **out)
     dl_iterate_phdr(collect_object, &c);
   else
     walk_link_maps(&c);
+  if (!s->err)
+    add_unloaded(&c);
   if (s->err) {
     rc = s->err;
     goto out;

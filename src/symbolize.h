@@ -6,11 +6,12 @@
  * Used by the profile writer at snapshot time (never inside malloc). A
  * symbolizer is a snapshot of what is loaded when it is opened: objects
  * unloaded later are still described by it, objects unloaded before are
- * not (their addresses are in no mapping). ELF files are read from disk
+ * not (their addresses are in no mapping), unless the dlclose wrapper
+ * noted them (below). ELF files are read from disk
  * with every offset checked against the file size, so a truncated, replaced
  * or odd file gives fewer names, never a crash. No global state but the
- * loader-lock switch below: open one per profile, close it afterwards;
- * safe to repeat and safe after fork.
+ * loader-lock switch and the list of unloaded objects below: open one per
+ * profile, close it afterwards; safe to repeat and safe after fork.
  */
 #ifndef CULPERT_SYMBOLIZE_H
 #define CULPERT_SYMBOLIZE_H
@@ -60,6 +61,22 @@ int culpert__symbolize_open(struct culpert__symbolizer **out);
  */
 void culpert__symbolize_set_loader_locks(int usable);
 int culpert__symbolize_loader_locks(void);
+
+/*
+ * Objects unloaded before a profile is written. The dlclose wrapper
+ * (malloc.c) notes an object before it may go
+ * (culpert__symbolize_unload_begin: its file, load bias, build id and
+ * program headers, NULL when it cannot be described) and, after the real
+ * dlclose, hands the note back (culpert__symbolize_unload_end), which keeps
+ * it only if the object is gone. Every symbolizer opened later describes
+ * the kept objects again, after the loaded ones, where no loaded object
+ * has taken their place: the samples taken in their code keep names, file
+ * and line, read from the file if it is still the same build. At most 64
+ * are kept, each build at each address once.
+ */
+struct culpert__unload_note;
+struct culpert__unload_note *culpert__symbolize_unload_begin(void *handle);
+void culpert__symbolize_unload_end(struct culpert__unload_note *note);
 
 /* The main executable's path into out[len]: the file mapped where its
  * program headers are (so `ld.so ./prog` names prog, not the loader), else

@@ -280,6 +280,90 @@ static void test_symbolize_dlopen_dwarf4_then_dlclose(void **state)
   culpert__symbolize_close(s);
 }
 
+/* The maps of a new symbolizer whose file is `path`. */
+static int maps_of(const char *path)
+{
+  struct culpert__symbolizer *s;
+  int n = 0;
+  assert_int_equal(culpert__symbolize_open(&s), 0);
+  for (size_t i = 0; i < culpert__symbolize_nmaps(s); i++)
+    n += strcmp(culpert__symbolize_map(s, i)->path, path) == 0;
+  culpert__symbolize_close(s);
+  return n;
+}
+
+/* Noted as the dlclose wrapper does (begin, dlclose, end): an object that
+ * dlclose left loaded (a second reference) stays described once, as
+ * loaded; one that is gone is described again with its file and build id,
+ * and its code keeps its name, file and line. Runs after
+ * test_symbolize_dlopen_dwarf4_then_dlclose, which expects unloaded code
+ * to be in no mapping when nothing noted it. */
+static void test_symbolize_unloaded_object_keeps_names(void **state)
+{
+  (void)state;
+  void *fn;
+  void *h = load_dwarf4_fixture(&fn);
+  const int *line = dlsym(h, "fixture_dwarf4_line");
+  assert_non_null(line);
+  int first_line = *line;
+  uint64_t addr = (uint64_t)(uintptr_t)fn;
+  int loaded_maps = maps_of(CULPERT_FIXTURE_DWARF4);
+  assert_true(loaded_maps >= 1);
+
+  void *again = dlopen(CULPERT_FIXTURE_DWARF4, RTLD_NOW | RTLD_LOCAL);
+  assert_non_null(again);
+  struct culpert__unload_note *note = culpert__symbolize_unload_begin(again);
+  assert_non_null(note);
+  assert_int_equal(dlclose(again), 0);
+  culpert__symbolize_unload_end(note);
+  assert_int_equal(maps_of(CULPERT_FIXTURE_DWARF4), loaded_maps);
+
+  struct culpert__symbolizer *s;
+  assert_int_equal(culpert__symbolize_open(&s), 0);
+  char build_id[129];
+  long m = culpert__symbolize_find_map(s, addr);
+  assert_true(m > 0);
+  snprintf(build_id, sizeof build_id, "%s", culpert__symbolize_map(s, (size_t)m)->build_id);
+  culpert__symbolize_close(s);
+
+  note = culpert__symbolize_unload_begin(h);
+  assert_non_null(note);
+  assert_null(culpert__symbolize_unload_begin(NULL));
+  assert_int_equal(dlclose(h), 0);
+  culpert__symbolize_unload_end(note);
+
+  assert_int_equal(culpert__symbolize_open(&s), 0);
+  m = culpert__symbolize_find_map(s, addr);
+  assert_true(m > 0);
+  const struct culpert__smap *map = culpert__symbolize_map(s, (size_t)m);
+  assert_string_equal(map->path, CULPERT_FIXTURE_DWARF4);
+  assert_string_equal(map->build_id, build_id);
+  assert_false(map->is_main);
+  assert_false(map->is_vdso);
+  struct culpert__symbol sym;
+  assert_int_equal(culpert__symbolize_addr(s, addr + 1, &sym), 0);
+  assert_string_equal(sym.name, "fixture_dwarf4_work");
+  assert_int_equal(sym.start, addr);
+  struct culpert__srcpos pos;
+  assert_int_equal(culpert__symbolize_lines(s, &addr, 1, &pos), 0);
+  assert_non_null(pos.file);
+  if (!ends_with(pos.file, "tests/writer/fixture_dwarf4.c"))
+    fail_msg("file %s", pos.file);
+  assert_in_range(pos.first_line, first_line, first_line + 1);
+  culpert__symbolize_close(s);
+  assert_int_equal(maps_of(CULPERT_FIXTURE_DWARF4), loaded_maps);
+
+  /* Loaded again: the note gives way where the object took its old place.
+   * Noted again when unloaded: one note per build and address. */
+  h = load_dwarf4_fixture(&fn);
+  int places = (uint64_t)(uintptr_t)fn == addr ? 1 : 2;
+  assert_int_equal(maps_of(CULPERT_FIXTURE_DWARF4), places * loaded_maps);
+  note = culpert__symbolize_unload_begin(h);
+  assert_int_equal(dlclose(h), 0);
+  culpert__symbolize_unload_end(note);
+  assert_int_equal(maps_of(CULPERT_FIXTURE_DWARF4), places * loaded_maps);
+}
+
 /* Without the loader's locks (a writer forked at a signal), the objects
  * come from the r_debug list: the same mappings, paths, build ids and kinds
  * as from dl_iterate_phdr, a dlopen'ed object included, and the same names. */
@@ -945,6 +1029,7 @@ int main(void)
       cmocka_unit_test(test_symbolize_symtab_of_file),
       cmocka_unit_test(test_symbolize_lines_dwarf5),
       cmocka_unit_test(test_symbolize_dlopen_dwarf4_then_dlclose),
+      cmocka_unit_test(test_symbolize_unloaded_object_keeps_names),
       cmocka_unit_test(test_symbolize_without_loader_locks),
       cmocka_unit_test(test_symbolize_truncated_elf),
       cmocka_unit_test(test_symbolize_corrupt_elf),
