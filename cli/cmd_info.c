@@ -8,6 +8,7 @@
  * overflow, duration, capture time, pid and executable. culpert.* comments
  * are properties; every other key=value comment is listed under Metadata.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -78,7 +79,7 @@ static bool known_prop(const char *key)
 {
   static const char *const known[] = {
       "culpert.version",       "culpert.rate", "culpert.stack", "culpert.dropped_samples",
-      "culpert.span_overflow", "culpert.pid",  "culpert.exe"};
+      "culpert.span_overflow", "culpert.pid",  "culpert.exe",   "culpert.peak_inuse_bytes"};
   for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
     if (strcmp(key, known[i]) == 0)
       return true;
@@ -138,6 +139,18 @@ static void show(const struct culpert__profile *p, long spans)
     line("In-use bytes", culpert__fmt_bytes(b, p->total_inuse_bytes));
     snprintf(v, sizeof v, "%" PRId64, p->total_inuse_objects);
     line("In-use objects", v);
+  }
+  /* The live samples' weighted bytes at their highest (libculpert). */
+  if ((s = culpert__profile_prop(p, "culpert.peak_inuse_bytes"))) {
+    char *end;
+    errno = 0;
+    long long peak = strtoll(s, &end, 10);
+    if (errno == 0 && end != s && *end == '\0' && peak >= 0)
+      line("Peak in-use", culpert__fmt_bytes(b, peak));
+    else {
+      snprintf(v, sizeof v, "culpert.peak_inuse_bytes is not a byte count: %.200s", s);
+      line("Peak in-use", v);
+    }
   }
   switch (p->producer) {
   case CULPERT_PRODUCER_CULPERT:

@@ -344,6 +344,11 @@ int culpert__live_remove(const void *p, struct culpert__live *v);
 struct culpert__bucket;
 void culpert__live_add_inuse(struct culpert__bucket *b, size_t nb);
 
+/* culpert__live_peak_bytes: the highest in-use estimate (the live sampled
+ * blocks' weighted bytes, what culpert__live_add_inuse sums) since
+ * start-up, or since the fork in a child. Takes the table's lock. */
+double culpert__live_peak_bytes(void);
+
 /* culpert__live_count: number of live sampled pointers. */
 size_t culpert__live_count(void);
 

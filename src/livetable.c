@@ -16,9 +16,9 @@
  * bucket, size and weight. The lock serialises every write to the filter
  * lines; pointers that share a granule bit share a home slot, so the probe
  * run from that home says whether the bit is still needed. A sampled
- * allocation and its free touch the table's header line, one entry and
- * one filter line, and take the lock once each: no counts, no other shared
- * state.
+ * allocation and its free touch the table's header line (the lock, the
+ * in-use sum and its peak), one entry and one filter line, and take the
+ * lock once each: no other shared state.
  *
  * Why one table and one lock rather than shards: the header line, touched
  * by every sampled allocation and free, then stays in cache, and the
@@ -69,7 +69,11 @@ struct table {
   struct entry *slots;
   size_t capacity; /* power of two, 0 before the first insert */
   size_t used;
+  /* The live samples' weighted bytes (the in-use estimate), and its
+   * highest value since start-up (or since the fork). */
+  double inuse_bytes, peak_bytes;
 } __attribute__((aligned(64)));
+_Static_assert(sizeof(struct table) == 64, "the table's header is one line");
 
 static struct table live; /* lock free, no slots */
 
@@ -232,10 +236,15 @@ int culpert__live_insert(const void *p, const struct culpert__live *v)
     e->ptr = key;
     live.used++;
     filter_set(g);
+  } else {
+    live.inuse_bytes -= e->weight * (double)e->size; /* freed where culpert did not see it */
   }
   e->bucket = v->bucket;
   e->size = v->size;
   e->weight = v->weight;
+  live.inuse_bytes += v->weight * (double)v->size;
+  if (live.inuse_bytes > live.peak_bytes)
+    live.peak_bytes = live.inuse_bytes;
 out:
   culpert__unlock(&live.lock);
   return rc;
@@ -274,6 +283,7 @@ int culpert__live_remove(const void *p, struct culpert__live *v)
   v->bucket = e->bucket;
   v->size = e->size;
   v->weight = e->weight;
+  live.inuse_bytes -= e->weight * (double)e->size;
   found = 1;
   delete_entry(e);
 out:
@@ -294,6 +304,14 @@ void culpert__live_add_inuse(struct culpert__bucket *b, size_t nb)
   culpert__unlock(&live.lock);
 }
 
+double culpert__live_peak_bytes(void)
+{
+  culpert__lock(&live.lock);
+  double peak = live.peak_bytes;
+  culpert__unlock(&live.lock);
+  return peak;
+}
+
 size_t culpert__live_count(void)
 {
   culpert__lock(&live.lock);
@@ -311,6 +329,7 @@ void culpert__live_reset(void)
       filter_clear(culpert__filter_slot((void *)p));
   }
   live.used = 0;
+  live.inuse_bytes = live.peak_bytes = 0;
 }
 
 /* Fork and snapshots. */

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -360,7 +361,7 @@ int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples
   uint32_t *map = NULL;
   size_t nips = 0;
   int rc;
-  enum { NCOMMENT = 11 };
+  enum { NCOMMENT = 12 };
   char cbuf[NCOMMENT][320]; /* room for culpert.exe= and a 255-byte name */
   const char *comments[NCOMMENT + CULPERT__MAX_META];
   size_t nc = 0;
@@ -403,6 +404,12 @@ int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples
              (unsigned long long)culpert__stack_libunwind_walks());
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.dropped_samples=%llu",
            (unsigned long long)culpert__record_dropped());
+  /* Never below the in-use total this profile shows (rounded per stack). */
+  double peak = culpert__live_peak_bytes(), inuse = 0;
+  for (long i = 0; i < nb; i++)
+    inuse += b[i].inuse_bytes > 0 ? round(b[i].inuse_bytes) : 0;
+  snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.peak_inuse_bytes=%.0f",
+           peak > inuse ? peak : inuse);
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.pid=%ld", pid != 0 ? pid : (long)getpid());
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.exe=%s", exe_name);
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.span_overflow=%llu",

@@ -95,6 +95,11 @@ basic_exact | basic_fp)
   expect_line "$p" '^comment culpert.span_overflow=6$' "overflow count"
   expect_line "$p" '^comment culpert.span_underflow=1$' "underflow count"
   expect_line "$p" '^comment culpert.dropped_samples=0$' "dropped samples"
+  # in use at the peak: the 100 parse blocks, and at most a few stdio
+  # buffers of the runtime's (60 KB are in use at the end)
+  peak=$(printf '%s\n' "$p" | awk -F= '$1 == "comment culpert.peak_inuse_bytes" {print $2}')
+  { [ -n "$peak" ] && [ "$peak" -ge 100000 ] && [ "$peak" -le 110000 ]; } ||
+    fail "peak in use: got '$peak', want 100000 to 110000"
   # In libunwind mode culpert's own call-frame walk took every stack (this
   # program's code all has call-frame information); fp mode has no count.
   if [ "$mode" = libunwind ]; then

@@ -6,7 +6,9 @@
  *   handle_request/parse   100 objects, 100000 bytes; 40 / 40000 in use
  *   handle_request/resize  3 objects, 4300 bytes (malloc+2 reallocs); 1 / 4000
  *   aligned                9 objects, 13456 bytes, all in use
- * and the comments culpert.span_overflow=6, culpert.span_underflow=1.
+ * and the comments culpert.span_overflow=6, culpert.span_underflow=1; in
+ * use at the peak: the 100 parse blocks (100000 bytes) and whatever stdio
+ * holds then.
  * It also checks errno preservation, alignment and zeroing itself, and
  * with "--snapshot PATH" writes a snapshot before exiting; with
  * "--chdir DIR" it changes directory before exiting; with "--stderr-to

@@ -240,6 +240,38 @@ static void *insert_remove(void *arg)
   return NULL;
 }
 
+/* The peak of the in-use estimate (the live samples' weighted bytes at
+ * their highest): a removal lowers the current sum, never the peak; a
+ * pointer inserted again replaces its old contribution; reset (a fork
+ * child) starts again from zero. */
+static void test_livetable_peak(void **state)
+{
+  (void)state;
+  struct culpert__live a = {1, 1000, 1.0}, b = {2, 2000, 2.0}, c = {3, 10000, 1.0};
+  struct culpert__live d = {4, 5000, 1.0}, got;
+  culpert__live_reset();
+  assert_true(culpert__live_peak_bytes() == 0);
+  assert_int_equal(culpert__live_insert(fake(101), &a), 0);
+  assert_true(culpert__live_peak_bytes() == 1000);
+  assert_int_equal(culpert__live_insert(fake(102), &b), 0);
+  assert_true(culpert__live_peak_bytes() == 5000);
+  assert_true(culpert__live_remove(fake(101), &got));
+  assert_true(culpert__live_peak_bytes() == 5000);
+  assert_int_equal(culpert__live_insert(fake(103), &c), 0); /* 4000 + 10000 */
+  assert_true(culpert__live_peak_bytes() == 14000);
+  assert_true(culpert__live_remove(fake(102), &got));
+  assert_true(culpert__live_remove(fake(103), &got));
+  assert_true(culpert__live_peak_bytes() == 14000);
+  assert_int_equal(culpert__live_insert(fake(104), &a), 0);
+  assert_int_equal(culpert__live_insert(fake(104), &c), 0); /* 10000, not 11000 */
+  assert_int_equal(culpert__live_insert(fake(105), &d), 0);
+  assert_true(culpert__live_peak_bytes() == 15000);
+  assert_true(culpert__live_remove(fake(104), &got));
+  assert_true(culpert__live_remove(fake(105), &got));
+  culpert__live_reset();
+  assert_true(culpert__live_peak_bytes() == 0);
+}
+
 static void test_livetable_threads(void **state)
 {
   (void)state;
@@ -283,6 +315,7 @@ int main(void)
       cmocka_unit_test(test_livetable_filter_saturated_slot),
       cmocka_unit_test(test_livetable_summary_regions),
       cmocka_unit_test(test_livetable_reset_forgets),
+      cmocka_unit_test(test_livetable_peak),
       cmocka_unit_test(test_livetable_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
