@@ -43,6 +43,14 @@ static void *busy(void *arg)
   return NULL;
 }
 
+/* What every fork child allocates: child_work 5 x 3000 bytes. */
+static void child_work(void)
+{
+  CULPERT_SPAN("child_work");
+  for (int k = 0; k < 5; k++)
+    kept[10 + k] = malloc(3000);
+}
+
 static void end_in_handler(int sig)
 {
   (void)sig;
@@ -65,10 +73,7 @@ static int immediate_exits(void)
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-      culpert_span_enter("child_work");
-      for (int k = 0; k < 5; k++)
-        kept[10 + k] = malloc(3000);
-      culpert_span_exit();
+      child_work();
       if (kind == 0)
         _exit(3);
       if (kind == 1)
@@ -116,9 +121,7 @@ int main(int argc, char **argv)
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-      CULPERT_SPAN("child_work");
-      for (int k = 0; k < 5; k++)
-        kept[10 + k] = malloc(3000);
+      child_work();
       exit(0);
     }
     printf("child %d\n", (int)pid);

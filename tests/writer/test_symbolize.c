@@ -214,6 +214,26 @@ static void *load_dwarf4_fixture(void **fn)
   return h;
 }
 
+/* s describes fixture_dwarf4_work at addr: its object's mapping, its name,
+ * its file and its first line, `line`. */
+static void expect_fixture_work(struct culpert__symbolizer *s, uint64_t addr, int line)
+{
+  long m = culpert__symbolize_find_map(s, addr + 1);
+  assert_true(m > 0);
+  assert_string_equal(culpert__symbolize_map(s, (size_t)m)->path, CULPERT_FIXTURE_DWARF4);
+  struct culpert__symbol sym;
+  assert_int_equal(culpert__symbolize_addr(s, addr + 1, &sym), 0);
+  assert_string_equal(sym.name, "fixture_dwarf4_work");
+  assert_int_equal(sym.start, addr);
+  struct culpert__srcpos pos;
+  assert_int_equal(culpert__symbolize_lines(s, &addr, 1, &pos), 0);
+  assert_non_null(pos.file);
+  if (!ends_with(pos.file, "tests/writer/fixture_dwarf4.c"))
+    fail_msg("file %s", pos.file);
+  assert_in_range(pos.first_line, line, line + 1);
+  assert_in_range(pos.line, line, line + 3);
+}
+
 /* DWARF 4 in a dlopen'd object; once dlclose'd, its code is in no
  * mapping of a new snapshot. */
 static void test_symbolize_dlopen_dwarf4_then_dlclose(void **state)
@@ -228,20 +248,9 @@ static void test_symbolize_dlopen_dwarf4_then_dlclose(void **state)
 
   struct culpert__symbolizer *s;
   struct culpert__symbol sym;
-  assert_int_equal(culpert__symbolize_open(&s), 0);
-  long m = culpert__symbolize_find_map(s, addr + 1);
-  assert_true(m > 0);
-  assert_string_equal(culpert__symbolize_map(s, (size_t)m)->path, CULPERT_FIXTURE_DWARF4);
-  assert_int_equal(culpert__symbolize_addr(s, addr + 1, &sym), 0);
-  assert_string_equal(sym.name, "fixture_dwarf4_work");
-  assert_int_equal(sym.start, addr);
   struct culpert__srcpos pos;
-  assert_int_equal(culpert__symbolize_lines(s, &addr, 1, &pos), 0);
-  assert_non_null(pos.file);
-  if (!ends_with(pos.file, "tests/writer/fixture_dwarf4.c"))
-    fail_msg("file %s", pos.file);
-  assert_in_range(pos.first_line, *line, *line + 1);
-  assert_in_range(pos.line, *line, *line + 3);
+  assert_int_equal(culpert__symbolize_open(&s), 0);
+  expect_fixture_work(s, addr, *line);
 
   /* A return address inside code inlined from fixture_inline_helper. */
   void (*outer)(void);
@@ -333,23 +342,12 @@ static void test_symbolize_unloaded_object_keeps_names(void **state)
   culpert__symbolize_unload_end(note);
 
   assert_int_equal(culpert__symbolize_open(&s), 0);
-  m = culpert__symbolize_find_map(s, addr);
-  assert_true(m > 0);
-  const struct culpert__smap *map = culpert__symbolize_map(s, (size_t)m);
-  assert_string_equal(map->path, CULPERT_FIXTURE_DWARF4);
+  expect_fixture_work(s, addr, first_line);
+  const struct culpert__smap *map =
+      culpert__symbolize_map(s, (size_t)culpert__symbolize_find_map(s, addr));
   assert_string_equal(map->build_id, build_id);
   assert_false(map->is_main);
   assert_false(map->is_vdso);
-  struct culpert__symbol sym;
-  assert_int_equal(culpert__symbolize_addr(s, addr + 1, &sym), 0);
-  assert_string_equal(sym.name, "fixture_dwarf4_work");
-  assert_int_equal(sym.start, addr);
-  struct culpert__srcpos pos;
-  assert_int_equal(culpert__symbolize_lines(s, &addr, 1, &pos), 0);
-  assert_non_null(pos.file);
-  if (!ends_with(pos.file, "tests/writer/fixture_dwarf4.c"))
-    fail_msg("file %s", pos.file);
-  assert_in_range(pos.first_line, first_line, first_line + 1);
   culpert__symbolize_close(s);
   assert_int_equal(maps_of(CULPERT_FIXTURE_DWARF4), loaded_maps);
 
