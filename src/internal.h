@@ -543,8 +543,8 @@ int culpert__signal_intercept(int sig, const struct sigaction *act, struct sigac
  * (destructor of libculpert.so). Other threads keep pass-through service. */
 void culpert__output_at_exit(void);
 
-/* culpert__output_at_immediate_exit: the exit profile before _exit or
- * _Exit ends the process (their wrappers in malloc.c), written from a
+/* culpert__output_at_immediate_exit: the exit profile before _exit, _Exit
+ * or quick_exit ends the process (their wrappers in malloc.c), written from a
  * forked copy as at an ending signal; nothing in a process culpert did not
  * see begin (a vfork child). Async-signal-safe in the way the signal-time
  * writer is. */

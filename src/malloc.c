@@ -863,9 +863,9 @@ CULPERT__EXPORT int dlclose(void *handle)
 /* ---------------------------------------------------------------- _exit */
 
 /*
- * _exit and _Exit skip the exit handlers, and with them culpert's
- * destructor: the profile is written here first (output.c), then the next
- * definition (libc's) ends the process. glibc's own calls (posix_spawn's
+ * _exit, _Exit and quick_exit skip the exit handlers, and with them
+ * culpert's destructor: the profile is written here first (output.c), then
+ * the next definition (libc's) ends the process. glibc's own calls (posix_spawn's
  * child, daemon) do not come through here.
  */
 static void (*next_exit)(int);
@@ -889,6 +889,18 @@ CULPERT__EXPORT void _Exit(int status)
   immediate_exit(status);
 }
 
+/* quick_exit runs the at_quick_exit handlers, then glibc's own _exit,
+ * which does not come through the wrapper above. */
+static void (*next_quick_exit)(int);
+
+CULPERT__EXPORT void quick_exit(int status)
+{
+  culpert__output_at_immediate_exit();
+  if (next_quick_exit != NULL)
+    next_quick_exit(status);
+  immediate_exit(status);
+}
+
 /* ---------------------------------------------------------------- start and exit */
 
 __attribute__((constructor)) static void culpert_start(void)
@@ -897,6 +909,7 @@ __attribute__((constructor)) static void culpert_start(void)
   SET_FN(next_sigaction, dlsym(RTLD_NEXT, "sigaction"));
   SET_FN(next_signal, dlsym(RTLD_NEXT, "signal"));
   SET_FN(next_exit, dlsym(RTLD_NEXT, "_exit"));
+  SET_FN(next_quick_exit, dlsym(RTLD_NEXT, "quick_exit"));
   SET_FN(next_dlclose, dlsym(RTLD_NEXT, "dlclose"));
   culpert__tls.guard++;
   culpert__init();

@@ -881,20 +881,19 @@ static void catch_ending_signals(void)
   }
 }
 
-/* ------------------------------------------------------------ _exit, _Exit */
+/* ------------------------------------------------- _exit, _Exit, quick_exit */
 
 /*
- * _exit and _Exit end the process without its exit handlers, so their
- * wrappers (malloc.c) have the exit profile written first. They are
- * async-signal-safe and called from signal handlers, or while other threads
- * are inside an update, so the profile comes from a forked copy, as at an
- * ending signal. Not in a process whose start culpert did not see: a vfork
- * child shares its parent's memory, and a clone made without fork's
- * handlers has no state of its own; both pass straight through. A write in
- * progress on another thread (the exit profile, CULPERT_INTERVAL's, a
- * snapshot) is waited for, WRITER_SECONDS at most, so that it is not cut
- * off, and write_lock then stays held, so no other write can rename its
- * file over this one.
+ * _exit, _Exit and quick_exit end the process without its exit handlers,
+ * so their wrappers (malloc.c) have the exit profile written first. The
+ * first two are async-signal-safe and called from signal handlers, and any
+ * of them may come while other threads are inside an update, so the
+ * profile comes from a forked copy, as at an ending signal. Not in a process whose start culpert
+ * did not see: a vfork child shares its parent's memory, and a clone made without fork's handlers
+ * has no state of its own; both pass straight through. A write in progress on another thread (the
+ * exit profile, CULPERT_INTERVAL's, a snapshot) is waited for, WRITER_SECONDS at most, so that it
+ * is not cut off, and write_lock then stays held, so no other write can rename its file over this
+ * one.
  */
 void culpert__output_at_immediate_exit(void)
 {

@@ -51,16 +51,16 @@ run_pre() { # run a command with libculpert preloaded
 case "$case_name" in
 exports)
   # Only the allocation functions, sigaction and signal (which hide
-  # CULPERT_WRITE_ON_SIGNAL's handlers), _exit and _Exit (which write the
-  # exit profile first), dlclose (which notes what it unloads) and culpert_*
-  # leave the library, and
+  # CULPERT_WRITE_ON_SIGNAL's handlers), _exit, _Exit and quick_exit (which
+  # write the exit profile first), dlclose (which notes what it unloads) and
+  # culpert_* leave the library, and
   # libunwind is not a dependency (it is dlopened RTLD_LOCAL).
   syms=$(nm -D --defined-only "$LIB" | awk '{print $3}' | sed 's/@.*//' | sort)
-  allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sigaction|signal|_exit|_Exit|dlclose|culpert_[a-z_]+)$'
+  allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sigaction|signal|_exit|_Exit|quick_exit|dlclose|culpert_[a-z_]+)$'
   bad=$(printf '%s\n' "$syms" | grep -Ev "$allowed")
   [ -z "$bad" ] || fail "unexpected exports: $bad"
   for s in malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc \
-    pvalloc malloc_usable_size sigaction signal _exit _Exit dlclose culpert_span_enter culpert_span_exit culpert_span_current \
+    pvalloc malloc_usable_size sigaction signal _exit _Exit quick_exit dlclose culpert_span_enter culpert_span_exit culpert_span_current \
     culpert_span_enter_child_of culpert_snapshot_write culpert_snapshot culpert_is_active; do
     printf '%s\n' "$syms" | grep -qx "$s" || fail "missing export $s"
   done
@@ -200,13 +200,14 @@ fork)
   expect_totals "$main_file" child_work "0 0 0 0 0"
   ;;
 immediate_exit)
-  # _exit and _Exit write the exit profile first, also from a signal
-  # handler on a thread that was allocating; a vfork child writes nothing.
+  # _exit, _Exit and quick_exit write the exit profile first, also from a
+  # signal handler on a thread that was allocating; a vfork child writes
+  # nothing.
   out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/q.%p.pb.gz" \
     timeout 60 env LD_PRELOAD="$LIB" "$BIN/wl_fork" --immediate-exit 2>err)
   rc=$?
   [ $rc -eq 0 ] || fail "wl_fork --immediate-exit exited $rc, want 0: $(cat err)"
-  for want in 3 4 6; do
+  for want in 3 4 6 7; do
     child=$(printf '%s\n' "$out" | awk -v s="$want" '$1 == "exit" && $4 == s {print $2}')
     if [ -z "$child" ]; then
       fail "no fork child ended with status $want: $out"
@@ -225,7 +226,7 @@ immediate_exit)
     profile "$f" | grep -q 'span=parent_work' && echo "$f"; done)
   [ "$(printf '%s\n' "$main_file" | grep -c .)" -eq 1 ] || fail "parent_work in: $main_file"
   expect_totals "$main_file" parent_work "10 10000 10 10000 10"
-  [ "$(ls q.*.pb.gz | wc -l)" -eq 4 ] || fail "want 4 profiles (program, 3 children): $(ls)"
+  [ "$(ls q.*.pb.gz | wc -l)" -eq 5 ] || fail "want 5 profiles (program, 4 children): $(ls)"
   ls ./*.tmp.* >/dev/null 2>&1 && fail "temporary files left: $(ls)"
   ;;
 exec_child)

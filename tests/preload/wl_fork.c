@@ -8,10 +8,10 @@
  *   each fork child: child_work 5 x 3000 bytes, no parent_work
  *   exec'd child:    exec_child 7 x 700 bytes
  *
- * wl_fork --immediate-exit: three fork children that each allocate
+ * wl_fork --immediate-exit: four fork children that each allocate
  * child_work 5 x 3000 bytes and end without exit handlers: with _exit(3),
- * with _Exit(4), and from a SIGUSR1 handler with _exit(6) on a thread that
- * was allocating; a vfork child that ends with _exit(5) at once; then the
+ * with _Exit(4), with quick_exit(7), and from a SIGUSR1 handler with
+ * _exit(6) on a thread that was allocating; a vfork child that ends with _exit(5) at once; then the
  * program itself ends with _exit(0). Prints "exit PID status N" for the
  * fork children, "vfork PID status N" for the vfork child.
  */
@@ -69,7 +69,7 @@ static void report(const char *what, pid_t pid)
 
 static int immediate_exits(void)
 {
-  for (int kind = 0; kind < 3; kind++) {
+  for (int kind = 0; kind < 4; kind++) {
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
@@ -78,6 +78,8 @@ static int immediate_exits(void)
         _exit(3);
       if (kind == 1)
         _Exit(4);
+      if (kind == 3)
+        quick_exit(7);
       signal(SIGUSR1, end_in_handler);
       pthread_t t;
       pthread_create(&t, NULL, busy, NULL);
