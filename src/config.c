@@ -7,6 +7,7 @@
  * allocates and never uses stdio (warnings go out with write(2)).
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,43 @@ static int parse_u64(const char *s, uint64_t *out)
   if (errno != 0 || *end != '\0')
     return -1;
   *out = (uint64_t)v;
+  return 0;
+}
+
+/* A signal culpert may take for on-demand snapshots: SIGUSR1, SIGUSR2, or
+ * a real-time one, by name ("USR2", "SIGUSR2", "RTMIN+3", "SIGRTMIN")
+ * or number. Every other signal means something to the program or to the
+ * system already. */
+static int parse_snapshot_signal(const char *s, int *out)
+{
+  if (strncmp(s, "SIG", 3) == 0)
+    s += 3;
+  long n;
+  char *end;
+  if (strcmp(s, "USR1") == 0) {
+    n = SIGUSR1;
+  } else if (strcmp(s, "USR2") == 0) {
+    n = SIGUSR2;
+  } else if (strncmp(s, "RTMIN", 5) == 0) {
+    long k = 0;
+    if (s[5] == '+') {
+      errno = 0;
+      k = strtol(s + 6, &end, 10);
+      if (errno != 0 || end == s + 6 || *end != '\0' || k < 0)
+        return -EINVAL;
+    } else if (s[5] != '\0') {
+      return -EINVAL;
+    }
+    n = SIGRTMIN + k;
+  } else {
+    errno = 0;
+    n = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0')
+      return -EINVAL;
+  }
+  if (n != SIGUSR1 && n != SIGUSR2 && (n < SIGRTMIN || n > SIGRTMAX))
+    return -EINVAL;
+  *out = (int)n;
   return 0;
 }
 
@@ -160,6 +198,14 @@ void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int
                     "week); the profile is written at exit only",
                     v);
     c->interval = 0;
+  }
+  v = get("CULPERT_SNAPSHOT_SIGNAL");
+  if (v != NULL && *v != '\0' && parse_snapshot_signal(v, &c->snapshot_signal) != 0) {
+    culpert__say_fd(warn_fd,
+                    "CULPERT_SNAPSHOT_SIGNAL=%s is not USR1, USR2 or a real-time signal (like "
+                    "RTMIN+2); no snapshots on a signal",
+                    v);
+    c->snapshot_signal = 0;
   }
   v = get("CULPERT_METADATA");
   if (v != NULL && load_metadata(c, v) > 0)

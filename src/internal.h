@@ -101,6 +101,7 @@ struct culpert__config {
   const char *output;   /* CULPERT_OUTPUT template (in output_buf), NULL when unset */
   uint32_t interval;    /* CULPERT_INTERVAL, seconds; 0 = the exit profile only */
   int write_on_signal;  /* CULPERT_WRITE_ON_SIGNAL=1 */
+  int snapshot_signal;  /* CULPERT_SNAPSHOT_SIGNAL: rewrite the exit profile on it; 0 = none */
   /* CULPERT_METADATA, validated, as "key=value" strings in meta_buf. */
   const char *meta[CULPERT__MAX_META];
   uint32_t nmeta;

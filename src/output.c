@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -150,6 +151,7 @@ static atomic_int writer_pid;
 
 static void interval_start(void);
 static void catch_ending_signals(void);
+static void catch_snapshot_signal(void);
 /* CULPERT_WRITE_ON_SIGNAL (below): the first signal caught (0 = none) and
  * when, in monotonic seconds (0 = not yet). */
 static atomic_int caught;
@@ -296,6 +298,7 @@ void culpert__init(void)
   atomic_store(&culpert__running, 1);
   atomic_store(&culpert__ready, 1);
   interval_start();
+  catch_snapshot_signal();
   catch_ending_signals();
 out:
   pthread_mutex_unlock(&init_lock);
@@ -557,58 +560,95 @@ void culpert__output_at_exit(void)
   t->guard--;
 }
 
-/* --------------------------------------------------------------- interval */
+/* ------------------------------------------ interval and snapshot signal */
 
 /*
- * CULPERT_INTERVAL: a thread of culpert's own rewrites the exit profile's
- * file every so many seconds, for programs that never exit normally (a
- * service stopped with SIGKILL): the file then holds what the last
- * rewrite saw. Started at start-up and again in each fork child (which
- * writes its own file); an exec'd program starts its own. All signals stay
- * blocked in it, so none of the program's handlers ever runs there, and
- * its allocations (the writer's) are never sampled. Rewrites stop when the
+ * CULPERT_INTERVAL and CULPERT_SNAPSHOT_SIGNAL: a thread of culpert's own
+ * rewrites the exit profile's file every so many seconds, and each time the
+ * snapshot signal comes, for programs that never exit normally (a service
+ * stopped with SIGKILL) or that must be looked at while they run: the file
+ * then holds what the last rewrite saw. The signal's handler only posts
+ * `wake` (async-signal-safe); signals that come together make one rewrite.
+ * Started at start-up and again in each fork child (which writes its own
+ * file); an exec'd program starts its own. All signals stay blocked in the
+ * thread, so none of the program's handlers ever runs there, and its
+ * allocations (the writer's) are never sampled. Rewrites stop when the
  * exit profile is being written.
  */
-static void *interval_thread(void *arg)
+static sem_t wake;
+
+static void on_snapshot_signal(int sig)
+{
+  int saved = errno;
+  (void)sig;
+  sem_post(&wake);
+  errno = saved;
+}
+
+/* Wait for the next rewrite: 1 when the signal asked for it, 0 when the
+ * interval is up (then `next` moves on). */
+static int wait_for_rewrite(struct timespec *next)
+{
+  for (;;) {
+    int rc =
+        culpert__cfg.interval != 0 ? sem_clockwait(&wake, CLOCK_MONOTONIC, next) : sem_wait(&wake);
+    if (rc == 0) {
+      while (sem_trywait(&wake) == 0)
+        ;
+      return 1;
+    }
+    if (errno == ETIMEDOUT) {
+      next->tv_sec += culpert__cfg.interval;
+      return 0;
+    }
+  }
+}
+
+static void *rewrite_thread(void *arg)
 {
   (void)arg;
   char path[2 * CULPERT__PATH_MAX];
   culpert__tls.guard++;
   if (exit_path(path, sizeof path) != 0)
     return NULL; /* the exit profile will say why */
-  /* Said once: the first success, and the first failure after a success
-   * (or at the start). */
+  /* The interval's rewrites are said once: the first success, and the
+   * first failure after a success (or at the start). Each rewrite the
+   * signal asks for is said. */
   int announced = 0, last_ok = 1;
   struct timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
+  next.tv_sec += culpert__cfg.interval;
   for (;;) {
-    next.tv_sec += culpert__cfg.interval;
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
-      ;
+    int asked = wait_for_rewrite(&next);
     pthread_mutex_lock(&write_lock);
     int stop = !atomic_load(&culpert__running); /* the exit profile is written or on its way */
-    int rc = stop ? 0 : write_file(path, announced ? OK_SILENT : OK_SAY_PERIODIC, last_ok);
+    int rc = stop    ? 0
+             : asked ? write_file(path, OK_SAY, 1)
+                     : write_file(path, announced ? OK_SILENT : OK_SAY_PERIODIC, last_ok);
     pthread_mutex_unlock(&write_lock);
     if (stop)
       return NULL;
-    announced |= rc == 0;
-    last_ok = rc == 0;
+    if (!asked) {
+      announced |= rc == 0;
+      last_ok = rc == 0;
+    }
   }
 }
 
 static void interval_start(void)
 {
-  if (culpert__cfg.interval == 0)
+  if (culpert__cfg.interval == 0 && culpert__cfg.snapshot_signal == 0)
     return;
+  sem_init(&wake, 0, 0); /* also in a fork child: whatever state it had */
   pthread_t th;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_create(&th, NULL, interval_thread, NULL);
+  int rc = pthread_create(&th, NULL, rewrite_thread, NULL);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {
-    culpert__say("cannot start the CULPERT_INTERVAL thread: %s; the profile is written at exit "
-                 "only",
+    culpert__say("cannot start the thread of CULPERT_INTERVAL and CULPERT_SNAPSHOT_SIGNAL: %s; "
+                 "the profile is written at exit only",
                  strerror(rc));
     return;
   }
@@ -670,6 +710,29 @@ int culpert__signal_watched(int sig)
 static int is_default(const struct sigaction *act)
 {
   return !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL;
+}
+
+/* CULPERT_SNAPSHOT_SIGNAL: culpert's handler, where the signal's action is
+ * the default at start-up (a signal the program inherited ignored stays
+ * ignored). Set once: a fork child keeps it, an exec'd program sets its
+ * own. A handler the program sets later replaces it. */
+static void catch_snapshot_signal(void)
+{
+  int sig = culpert__cfg.snapshot_signal;
+  struct sigaction old, sa;
+  if (sig == 0)
+    return;
+  if (__sigaction(sig, NULL, &old) != 0 || !is_default(&old)) {
+    culpert__say("CULPERT_SNAPSHOT_SIGNAL: signal %d is already ignored or handled; no snapshots "
+                 "on it",
+                 sig);
+    return;
+  }
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_snapshot_signal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  __sigaction(sig, &sa, NULL);
 }
 
 int culpert__signal_intercept(int sig, const struct sigaction *act, struct sigaction *old)

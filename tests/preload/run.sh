@@ -517,6 +517,69 @@ interval)
   expect_line "$(cat err)" '^culpert: CULPERT_INTERVAL=soon is not a duration' "bad value"
   expect_line "$(cat err)" "^culpert: wrote profile to $work/b.pb.gz \\([0-9]+ samples?\\)$" "exit profile"
   ;;
+snapshot_signal)
+  # CULPERT_SNAPSHOT_SIGNAL=USR2: each USR2 rewrites the exit profile's
+  # file while the program runs on (one stderr line each); after SIGKILL
+  # the file holds the last one. A fork child answers with its own file. A
+  # signal the program inherited ignored stays ignored; a bad value is
+  # refused with one warning.
+  wait_for_line() { # FILE PATTERN: until FILE has a line matching (10 s at most)
+    for _ in $(seq 100); do grep -Eq -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+    return 1
+  }
+  CULPERT_SNAPSHOT_SIGNAL=USR2 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/u.pb.gz" \
+    env LD_PRELOAD="$LIB" "$BIN/wl_basic" --hang >out 2>err &
+  prog=$!
+  wait_for_line out '^failures=' || fail "wl_basic did not get ready in 10 s"
+  [ -f u.pb.gz ] && fail "a profile before the signal"
+  written="^culpert: wrote profile to $work/u\.pb\.gz \([0-9]+ samples?\)$"
+  kill -s USR2 "$prog"
+  wait_for_line err "$written" || fail "no profile 10 s after the first USR2: $(cat err)"
+  expect_totals u.pb.gz handle_request/parse "100 100000 40 40000 100"
+  first=$(stat -c %i u.pb.gz)
+  kill -s USR2 "$prog"
+  for _ in $(seq 100); do [ "$(grep -c . err)" -ge 2 ] && break; sleep 0.1; done
+  [ "$(grep -Ec "$written" err)" -eq 2 ] || fail "want two stderr lines after two USR2: $(cat err)"
+  [ "$(stat -c %i u.pb.gz)" != "$first" ] || fail "the second USR2 did not replace the file"
+  kill -0 "$prog" 2>/dev/null || fail "USR2 ended the program"
+  kill -9 "$prog"
+  wait "$prog" 2>/dev/null
+  expect_totals u.pb.gz handle_request/parse "100 100000 40 40000 100"
+  [ -z "$(ls u.pb.gz.tmp.* 2>/dev/null)" ] || fail "temporary files left: $(ls)"
+  # a fork child (its thread started again, its own file)
+  CULPERT_SNAPSHOT_SIGNAL=USR2 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/c.pb.gz" \
+    env LD_PRELOAD="$LIB" "$BIN/wl_basic" --fork-hang >out 2>err &
+  prog=$!
+  wait_for_line out '^failures=' || fail "the fork child did not get ready in 10 s"
+  child=$(pgrep -P "$prog" | head -1)
+  if [ -n "$child" ]; then
+    kill -s USR2 "$child"
+    wait_for_line err "^culpert: wrote profile to $work/c\.pb\.gz\.$child " ||
+      fail "no profile from the fork child after USR2: $(cat err)"
+    expect_totals "c.pb.gz.$child" handle_request/parse "100 100000 40 40000 100"
+    kill -9 "$child"
+  else
+    fail "no fork child of $prog"
+  fi
+  wait "$prog"
+  # ignored when the program starts: stays ignored, nothing written
+  CULPERT_SNAPSHOT_SIGNAL=SIGUSR2 CULPERT_OUTPUT="$work/g.pb.gz" \
+    env --ignore-signal=USR2 LD_PRELOAD="$LIB" "$BIN/wl_basic" --hang >out 2>err &
+  prog=$!
+  wait_for_line out '^failures=' || fail "wl_basic did not get ready in 10 s"
+  kill -s USR2 "$prog"
+  sleep 0.3
+  kill -0 "$prog" 2>/dev/null || fail "an ignored USR2 ended the program"
+  [ -f g.pb.gz ] && fail "a profile on an ignored signal"
+  expect_line "$(cat err)" "^culpert: CULPERT_SNAPSHOT_SIGNAL: signal $(kill -l USR2) is already ignored or handled; no snapshots on it$" "ignored signal"
+  kill -9 "$prog"
+  wait "$prog" 2>/dev/null
+  # a bad value: one warning, the exit profile only
+  CULPERT_SNAPSHOT_SIGNAL=TERM CULPERT_OUTPUT="$work/b.pb.gz" run_pre "$BIN/wl_basic" >out 2>err ||
+    fail "wl_basic failed with a bad CULPERT_SNAPSHOT_SIGNAL"
+  expect_line "$(cat err)" '^culpert: CULPERT_SNAPSHOT_SIGNAL=TERM is not USR1, USR2 or a real-time signal' "bad value"
+  expect_line "$(cat err)" "^culpert: wrote profile to $work/b.pb.gz \\([0-9]+ samples?\\)$" "exit profile"
+  ;;
 write_on_signal)
   # CULPERT_WRITE_ON_SIGNAL=1: SIGINT, SIGTERM and SIGHUP still end the
   # program by the signal, after a forked copy of it has written the exit

@@ -6,9 +6,11 @@
  */
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -170,6 +172,47 @@ static void test_config_interval(void **state)
   }
 }
 
+/* CULPERT_SNAPSHOT_SIGNAL takes USR1, USR2 and the real-time signals, by
+ * name (with or without SIG) or number; anything else is refused with one
+ * warning. */
+static void test_config_snapshot_signal(void **state)
+{
+  (void)state;
+  struct {
+    const char *text;
+    int sig; /* 0: rejected */
+  } cases[] = {{"USR1", SIGUSR1},
+               {"SIGUSR2", SIGUSR2},
+               {"12", SIGUSR2},
+               {"RTMIN", SIGRTMIN},
+               {"SIGRTMIN+2", SIGRTMIN + 2},
+               {"TERM", 0},
+               {"SIGKILL", 0},
+               {"9", 0},
+               {"USR3", 0},
+               {"RTMIN+", 0},
+               {"RTMIN+x", 0},
+               {"RTMIN-1", 0},
+               {"RTMIN+200", 0},
+               {"", 0}};
+  char max[16];
+  snprintf(max, sizeof max, "%d", SIGRTMAX);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *env[] = {"CULPERT_SNAPSHOT_SIGNAL", cases[i].text, NULL};
+    struct culpert__config c;
+    char warn[512];
+    load(&c, env, warn, sizeof warn);
+    assert_int_equal(c.snapshot_signal, cases[i].sig);
+    int rejected = cases[i].sig == 0 && cases[i].text[0] != '\0';
+    assert_int_equal(strstr(warn, "CULPERT_SNAPSHOT_SIGNAL") != NULL, rejected);
+  }
+  const char *env[] = {"CULPERT_SNAPSHOT_SIGNAL", max, NULL};
+  struct culpert__config c;
+  char warn[512];
+  load(&c, env, warn, sizeof warn);
+  assert_int_equal(c.snapshot_signal, SIGRTMAX);
+}
+
 static void test_config_rate_zero_is_exact(void **state)
 {
   (void)state;
@@ -254,6 +297,7 @@ int main(void)
       cmocka_unit_test(test_config_values),
       cmocka_unit_test(test_config_bad_values_warn_and_default),
       cmocka_unit_test(test_config_interval),
+      cmocka_unit_test(test_config_snapshot_signal),
       cmocka_unit_test(test_config_rate_zero_is_exact),
       cmocka_unit_test(test_config_metadata),
       cmocka_unit_test(test_config_output_path),
