@@ -4,7 +4,8 @@
  *
  * Finds libculpert.so next to this binary (installed layout or build tree,
  * or $CULPERT_LIB), runs PROGRAM with it prepended to LD_PRELOAD and the
- * collector's settings in its environment, forwards SIGINT/SIGTERM, waits,
+ * collector's settings in its environment, forwards SIGINT, SIGTERM, SIGHUP,
+ * SIGUSR1 and SIGUSR2, waits,
  * and prints the tree report of the profile PROGRAM wrote. PROGRAM gets
  * CULPERT_WRITE_ON_SIGNAL=1 (unless the variable is already set), so a
  * server stopped with Ctrl-C or SIGTERM still writes its profile. Processes
@@ -64,6 +65,9 @@ static void help(FILE *f)
              "A PROGRAM ended by SIGINT (Ctrl-C), SIGTERM or SIGHUP that does not handle\n"
              "the signal itself writes its profile first (CULPERT_WRITE_ON_SIGNAL=1, set\n"
              "unless it is already in the environment; set it to 0 to turn it off).\n"
+             "SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to culpert are passed on\n"
+             "to PROGRAM: with CULPERT_SNAPSHOT_SIGNAL=USR2, 'kill -USR2' on culpert asks\n"
+             "PROGRAM for a snapshot.\n"
              "\n"
              "libculpert.so is looked for in $CULPERT_LIB, then next to this binary:\n"
              "<bindir>/../lib (an install) or <build>/src (the build tree).\n"
@@ -137,8 +141,14 @@ static int find_lib(char *out, size_t len)
 
 static volatile sig_atomic_t child_pid;
 
-/* Forward SIGINT/SIGTERM to PROGRAM, except signals the terminal sent to
- * the whole foreground process group: PROGRAM already has those. */
+/* The signals culpert passes on to PROGRAM: the ones that stop a service,
+ * and the two a service is told things with (CULPERT_SNAPSHOT_SIGNAL's
+ * usual choice among them). */
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+#define N_FORWARDED (sizeof forwarded / sizeof forwarded[0])
+
+/* Forward a signal to PROGRAM, except signals the terminal sent to the
+ * whole foreground process group: PROGRAM already has those. */
 static void forward(int sig, siginfo_t *info, void *ctx)
 {
   (void)ctx;
@@ -416,8 +426,9 @@ static void child(const struct run_opts *o, const char *lib, int fd)
       setenv("CULPERT_WRITE_ON_SIGNAL", "1", 0)) {
     err = errno ? errno : ENAMETOOLONG;
   } else {
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    for (size_t i = 0; i < N_FORWARDED; i++) /* caught ones go back to the default */
+      if (signal(forwarded[i], SIG_DFL) == SIG_IGN)
+        signal(forwarded[i], SIG_IGN);
     execvp(o->argv[0], o->argv);
     err = errno;
   }
@@ -487,7 +498,8 @@ int culpert__cmd_run(int argc, char **argv)
   struct run_opts o = {0};
   char rate_buf[32], lib[PATH_MAX], out[PATH_MAX];
   int pipefd[2] = {-1, -1};
-  struct sigaction sa, old_int, old_term;
+  struct sigaction sa, old_action[N_FORWARDED];
+  bool caught[N_FORWARDED] = {false};
   bool handlers = false;
   struct stat before;
   struct other *other = NULL;
@@ -517,11 +529,19 @@ int culpert__cmd_run(int argc, char **argv)
   sigemptyset(&sa.sa_mask);
   fflush(stdout);
   fflush(stderr);
-  if (sigaction(SIGINT, &sa, &old_int) || sigaction(SIGTERM, &sa, &old_term)) {
-    culpert__error("cannot install signal handlers: %s", strerror(errno));
-    goto out;
-  }
+  /* A signal culpert was started with ignored (nohup's SIGHUP, a
+   * background job's SIGINT) is neither caught nor forwarded, and PROGRAM
+   * inherits it ignored, as it would without culpert. */
   handlers = true;
+  for (size_t i = 0; i < N_FORWARDED; i++) {
+    if (sigaction(forwarded[i], NULL, &old_action[i]) != 0 || old_action[i].sa_handler == SIG_IGN)
+      continue;
+    if (sigaction(forwarded[i], &sa, NULL) != 0) {
+      culpert__error("cannot install signal handlers: %s", strerror(errno));
+      goto out;
+    }
+    caught[i] = true;
+  }
 
   struct timespec since;
   clock_gettime(CLOCK_REALTIME_COARSE, &since);
@@ -637,10 +657,10 @@ int culpert__cmd_run(int argc, char **argv)
   }
   status = prog_status;
 out:
-  if (handlers) {
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-  }
+  if (handlers)
+    for (size_t i = 0; i < N_FORWARDED; i++)
+      if (caught[i])
+        sigaction(forwarded[i], &old_action[i], NULL);
   if (pipefd[0] >= 0)
     close(pipefd[0]);
   if (pipefd[1] >= 0)

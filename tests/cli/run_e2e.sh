@@ -77,6 +77,32 @@ for mode in 1 0; do
   fi
 done
 
+# 5b. USR2 sent to culpert reaches PROGRAM too: with
+#     CULPERT_SNAPSHOT_SIGNAL=USR2 the profile is written while PROGRAM runs
+#     on. A signal culpert was started with ignored (nohup's SIGHUP) stays
+#     ignored in PROGRAM and is not forwarded.
+rm -f ready u.pb.gz
+CULPERT_SNAPSHOT_SIGNAL=USR2 env --ignore-signal=HUP "$culpert" run --rate 0 -o u.pb.gz -- "$workload" wait "$tmp/ready" >out 2>err &
+pid=$!
+i=0
+while [ ! -e ready ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+[ -e ready ] || fail "workload never started (USR2)"
+kill -USR2 $pid
+i=0
+while [ ! -e u.pb.gz ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -e u.pb.gz ] || fail "USR2 to culpert: no snapshot from PROGRAM: $(cat err)"
+prog=$(pgrep -P $pid | head -1)
+kill -HUP $pid
+[ -n "$prog" ] && kill -HUP "$prog"
+sleep 0.2
+kill -0 $pid 2>/dev/null || fail "USR2 or an ignored SIGHUP ended the run: $(cat err)"
+[ -n "$prog" ] && { kill -0 "$prog" 2>/dev/null || fail "PROGRAM did not inherit SIGHUP ignored"; }
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 143 ] || fail "SIGTERM after USR2: culpert exited $rc, want 143: $(cat err)"
+has out "handle_batch" || fail "SIGTERM after USR2: no report: $(cat out)"
+
 # 6. A static binary writes no profile although it succeeds: exit 2.
 "$culpert" run -o e.pb.gz -- "$static" >out 2>err
 rc=$?
