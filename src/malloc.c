@@ -865,8 +865,8 @@ CULPERT__EXPORT int dlclose(void *handle)
 /*
  * _exit, _Exit and quick_exit skip the exit handlers, and with them
  * culpert's destructor: the profile is written here first (output.c), then
- * the next definition (libc's) ends the process. glibc's own calls (posix_spawn's
- * child, daemon) do not come through here.
+ * the next definition (libc's) ends the process. glibc's own calls
+ * (posix_spawn's child, daemon) do not come through here.
  */
 static void (*next_exit)(int);
 

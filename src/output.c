@@ -148,6 +148,7 @@ static void find_exe_name(void)
  * waits for the first copy instead of forking another. */
 static atomic_int writer_tid;
 static atomic_int writer_pid;
+static atomic_int immediate_exit_entered; /* _exit's write has begun */
 
 static void interval_start(void);
 static void catch_ending_signals(void);
@@ -206,6 +207,7 @@ static void fork_child(void)
   atomic_store(&caught_at, 0);
   atomic_store(&writer_tid, 0);
   atomic_store(&writer_pid, 0);
+  atomic_store(&immediate_exit_entered, 0);
   interval_start();
   culpert__tls.guard--;
 }
@@ -961,6 +963,11 @@ static void catch_ending_signals(void)
 void culpert__output_at_immediate_exit(void)
 {
   if (!atomic_load(&culpert__ready) || (long)getpid() != pid)
+    return;
+  /* A second call (an at_quick_exit handler calling _exit, another thread
+   * ending at once): the first one wrote the profile or has a copy writing
+   * it, which finishes even if this process ends first. */
+  if (atomic_exchange(&immediate_exit_entered, 1))
     return;
   if (culpert__tls.guard == 0) { /* else this thread may hold write_lock itself */
     struct timespec until;

@@ -10,7 +10,8 @@
  *
  * wl_fork --immediate-exit: four fork children that each allocate
  * child_work 5 x 3000 bytes and end without exit handlers: with _exit(3),
- * with _Exit(4), with quick_exit(7), and from a SIGUSR1 handler with
+ * with _Exit(4), with quick_exit whose at_quick_exit handler calls
+ * _exit(7), and from a SIGUSR1 handler with
  * _exit(6) on a thread that was allocating; a vfork child that ends with _exit(5) at once; then the
  * program itself ends with _exit(0). Prints "exit PID status N" for the
  * fork children, "vfork PID status N" for the vfork child.
@@ -51,6 +52,12 @@ static void child_work(void)
     kept[10 + k] = malloc(3000);
 }
 
+/* An at_quick_exit handler that ends the process itself, with _exit. */
+static void end_quickly(void)
+{
+  _exit(7);
+}
+
 static void end_in_handler(int sig)
 {
   (void)sig;
@@ -78,8 +85,10 @@ static int immediate_exits(void)
         _exit(3);
       if (kind == 1)
         _Exit(4);
-      if (kind == 3)
-        quick_exit(7);
+      if (kind == 3) {
+        at_quick_exit(end_quickly);
+        quick_exit(1);
+      }
       signal(SIGUSR1, end_in_handler);
       pthread_t t;
       pthread_create(&t, NULL, busy, NULL);
