@@ -776,6 +776,11 @@ static int put_json(FILE *f, const struct diff *d)
       return rc;
     fputs(",\n    \"path\": ", f);
     put_json_string(f, p->path);
+    int64_t peak;
+    if (culpert__profile_peak_inuse(p, &peak) > 0)
+      fprintf(f, ",\n    \"peak_inuse_bytes\": %" PRId64, peak);
+    else
+      fputs(",\n    \"peak_inuse_bytes\": null", f);
     fprintf(f, ",\n    \"rate_bytes\": %" PRId64 ",\n    \"total_bytes\": %" PRId64 "\n  },\n",
             p->rate, d->total[side]);
   }

@@ -8,7 +8,6 @@
  * overflow, duration, capture time, pid and executable. culpert.* comments
  * are properties; every other key=value comment is listed under Metadata.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -141,16 +140,14 @@ static void show(const struct culpert__profile *p, long spans)
     line("In-use objects", v);
   }
   /* The live samples' weighted bytes at their highest (libculpert). */
-  if ((s = culpert__profile_prop(p, "culpert.peak_inuse_bytes"))) {
-    char *end;
-    errno = 0;
-    long long peak = strtoll(s, &end, 10);
-    if (errno == 0 && end != s && *end == '\0' && peak >= 0)
-      line("Peak in-use", culpert__fmt_bytes(b, peak));
-    else {
-      snprintf(v, sizeof v, "culpert.peak_inuse_bytes is not a byte count: %.200s", s);
-      line("Peak in-use", v);
-    }
+  int64_t peak;
+  int has_peak = culpert__profile_peak_inuse(p, &peak);
+  if (has_peak > 0) {
+    line("Peak in-use", culpert__fmt_bytes(b, peak));
+  } else if (has_peak < 0) {
+    snprintf(v, sizeof v, "culpert.peak_inuse_bytes is not a byte count: %.200s",
+             culpert__profile_prop(p, "culpert.peak_inuse_bytes"));
+    line("Peak in-use", v);
   }
   switch (p->producer) {
   case CULPERT_PRODUCER_CULPERT:

@@ -2212,3 +2212,17 @@ const char *culpert__profile_prop(const struct culpert__profile *p, const char *
       return p->props[i].value;
   return NULL;
 }
+
+int culpert__profile_peak_inuse(const struct culpert__profile *p, int64_t *bytes)
+{
+  const char *s = culpert__profile_prop(p, "culpert.peak_inuse_bytes");
+  if (s == NULL)
+    return 0;
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0' || v < 0)
+    return -1;
+  *bytes = (int64_t)v;
+  return 1;
+}

@@ -167,4 +167,9 @@ int culpert__profile_load_all(const char *const *paths, size_t n,
 /* Look up a culpert.* property ("culpert.stack"); NULL when absent. */
 const char *culpert__profile_prop(const struct culpert__profile *p, const char *key);
 
+/* The peak of libculpert's in-use estimate (culpert.peak_inuse_bytes): 1
+ * with *bytes set, 0 when the profile does not say, -1 when the value is
+ * not a byte count. */
+int culpert__profile_peak_inuse(const struct culpert__profile *p, int64_t *bytes);
+
 #endif /* CULPERT_CLI_PROFILE_H */
