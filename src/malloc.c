@@ -666,7 +666,15 @@ hit:
 #endif
 }
 
-CULPERT__EXPORT void *malloc(size_t n)
+/* malloc starts a page of its own, free and the others follow it: where
+ * the wrappers sit in a page, and so in the branch predictor's tables, no
+ * longer moves when code or PLT entries are added before them. Seven new
+ * PLT entries once moved them by 0x70 bytes, and the bench's small
+ * workload (malloc+free pairs) then ran 45% slower on its AMD EPYC whenever
+ * sampling was on: the same instructions ran, and at 1T, where the
+ * slow-path branch is never taken, nothing changed, so a collision in the
+ * predictor, it seems. */
+CULPERT__EXPORT __attribute__((aligned(4096))) void *malloc(size_t n)
 {
   if (countdown_expired(n))
     return malloc_slow(n);
