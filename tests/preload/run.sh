@@ -4,7 +4,7 @@
 # ctest): LIB (libculpert.so), BIN (this folder in the build tree), PLUGIN
 # (wl_plugin.so), GO (go binary or empty), JEMALLOC (libjemalloc.so.2 or
 # empty), TCMALLOC (libtcmalloc_minimal.so.4 or empty), RUSTC (rustc or
-# empty). Exit 0 pass, 1 fail, 77 skipped.
+# empty), PYTHON (python3 or empty). Exit 0 pass, 1 fail, 77 skipped.
 set -u
 case_name=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/culpert-preload.XXXXXX")
@@ -228,6 +228,41 @@ immediate_exit)
   expect_totals "$main_file" parent_work "10 10000 10 10000 10"
   [ "$(ls q.*.pb.gz | wc -l)" -eq 5 ] || fail "want 5 profiles (program, 4 children): $(ls)"
   ls ./*.tmp.* >/dev/null 2>&1 && fail "temporary files left: $(ls)"
+  ;;
+python_exit)
+  # Python's multiprocessing workers (fork start method) end with os._exit,
+  # and so does this program: every process writes its own profile, once.
+  [ -n "${PYTHON:-}" ] && [ -x "$PYTHON" ] || exit 77
+  # the interpreter itself, not a wrapper script (pyenv's shims) that
+  # would start processes of its own
+  py=$("$PYTHON" -c 'import sys; print(sys.executable)') && [ -x "$py" ] || exit 77
+  cat >mp.py <<'PY'
+import multiprocessing as mp, os, sys
+def work(n):
+    return len([bytearray(65536) for _ in range(n)])
+if __name__ == "__main__":
+    mp.set_start_method("fork")
+    pool = mp.Pool(2)
+    print("total", sum(pool.map(work, [50] * 8)))
+    pool.close()
+    pool.join()
+    sys.stdout.flush()
+    os._exit(3)
+PY
+  out=$(CULPERT_SAMPLE_RATE=64K CULPERT_OUTPUT="$work/py.pb.gz" timeout 60 env LD_PRELOAD="$LIB" \
+    "$py" mp.py 2>err)
+  rc=$?
+  [ $rc -eq 3 ] || fail "python exited $rc, want 3 (os._exit): $(cat err)"
+  expect_line "$out" '^total 400$' "the pool's result"
+  [ -f py.pb.gz ] || fail "no profile of the program itself (os._exit): $(ls)"
+  workers=$(ls py.pb.gz.* 2>/dev/null | grep -vc tmp)
+  [ "$workers" -eq 2 ] || fail "want 2 worker profiles, got $workers: $(ls) $(cat err)"
+  for f in py.pb.gz.*; do
+    n=$(profile "$f" | awk '$1 == "sample" {n += $6} END {print n + 0}')
+    [ "$n" -gt 0 ] || fail "$f holds no samples"
+  done
+  [ "$(grep -c '^culpert: wrote profile to ' err)" -eq 3 ] ||
+    fail "want one stderr line per process: $(cat err)"
   ;;
 exec_child)
   # CULPERT_OUTPUT without %p: the first process gets the name, every
