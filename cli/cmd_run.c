@@ -500,7 +500,6 @@ int culpert__cmd_run(int argc, char **argv)
   int pipefd[2] = {-1, -1};
   struct sigaction sa, old_action[N_FORWARDED];
   bool caught[N_FORWARDED] = {false};
-  bool handlers = false;
   struct stat before;
   struct other *other = NULL;
   long others = 0;
@@ -532,7 +531,6 @@ int culpert__cmd_run(int argc, char **argv)
   /* A signal culpert was started with ignored (nohup's SIGHUP, a
    * background job's SIGINT) is neither caught nor forwarded, and PROGRAM
    * inherits it ignored, as it would without culpert. */
-  handlers = true;
   for (size_t i = 0; i < N_FORWARDED; i++) {
     if (sigaction(forwarded[i], NULL, &old_action[i]) != 0 || old_action[i].sa_handler == SIG_IGN)
       continue;
@@ -657,10 +655,9 @@ int culpert__cmd_run(int argc, char **argv)
   }
   status = prog_status;
 out:
-  if (handlers)
-    for (size_t i = 0; i < N_FORWARDED; i++)
-      if (caught[i])
-        sigaction(forwarded[i], &old_action[i], NULL);
+  for (size_t i = 0; i < N_FORWARDED; i++)
+    if (caught[i])
+      sigaction(forwarded[i], &old_action[i], NULL);
   if (pipefd[0] >= 0)
     close(pipefd[0]);
   if (pipefd[1] >= 0)
