@@ -496,6 +496,9 @@ int64_t culpert__record_sample(const uintptr_t *ips, uint32_t depth, uint32_t sp
 long culpert__record_copy(struct culpert__bucket **buckets, uintptr_t **ips, size_t *nips);
 
 uint64_t culpert__record_dropped(void);
+/* culpert__record_any: whether any sample was recorded (1 also while
+ * another thread is recording one). */
+int culpert__record_any(void);
 void culpert__record_count_dropped(void);
 
 /* culpert__record_reset: forget everything (fork child); lock not held. */
@@ -550,6 +553,23 @@ void culpert__output_at_exit(void);
  * see begin (a vfork child). Async-signal-safe in the way the signal-time
  * writer is. */
 void culpert__output_at_immediate_exit(void);
+
+/* culpert__output_before_exec / culpert__output_exec_failed: around an
+ * exec (the exec wrappers in malloc.c), the profile of the image about to
+ * be replaced, when it recorded any sample, written from a forked copy to
+ * <exit profile>.exec<N> (its exit profile's own name under
+ * CULPERT_NO_CHILDREN=1); removed again, and the write lock given back,
+ * when the exec fails. Nothing in a process culpert did not see begin. */
+struct culpert__exec_note {
+  int locked;  /* holds the write lock */
+  int written; /* 1: path was written; 2: and goes if the exec fails */
+  char path[2 * CULPERT__PATH_MAX];
+};
+void culpert__output_before_exec(struct culpert__exec_note *note);
+void culpert__output_exec_failed(struct culpert__exec_note *note);
+/* culpert__exec_resolve: find the next execve, execvpe, fexecve and
+ * execveat (exec.c; from the constructor). */
+void culpert__exec_resolve(void);
 
 /* culpert__output_write_file: encode and write atomically (temp + rename),
  * then say so on stderr unless quiet. Guard must be set. */

@@ -919,6 +919,7 @@ __attribute__((constructor)) static void culpert_start(void)
   SET_FN(next_exit, dlsym(RTLD_NEXT, "_exit"));
   SET_FN(next_quick_exit, dlsym(RTLD_NEXT, "quick_exit"));
   SET_FN(next_dlclose, dlsym(RTLD_NEXT, "dlclose"));
+  culpert__exec_resolve();
   culpert__tls.guard++;
   culpert__init();
   culpert__tls.guard--;

@@ -791,10 +791,11 @@ static void say_raw(const char *text)
   (void)w;
 }
 
-/* In the forked child: write the exit profile, then _exit. */
-static void writer_child(void)
+/* In the forked child: write the profile to `path` (NULL: the exit
+ * profile's), then _exit. */
+static void writer_child(const char *path)
 {
-  char path[2 * CULPERT__PATH_MAX];
+  char exit_name[2 * CULPERT__PATH_MAX];
   culpert__tls.guard++; /* nothing here is sampled or leaves the live table */
   atomic_store(&culpert__running, 0);
   culpert__use_private_heap();
@@ -802,7 +803,9 @@ static void writer_child(void)
   /* The loader's locks may be held by a thread that is gone: find the
    * objects without them (symbolize.h). */
   culpert__symbolize_set_loader_locks(0);
-  int rc = exit_path(path, sizeof path) != 0 ? -ENAMETOOLONG : write_file(path, OK_SAY, 1);
+  if (path == NULL && exit_path(exit_name, sizeof exit_name) == 0)
+    path = exit_name;
+  int rc = path == NULL ? -ENAMETOOLONG : write_file(path, OK_SAY, 1);
   _exit(rc == 0 ? 0 : 1);
 }
 
@@ -829,8 +832,9 @@ static int hold_tables(void)
 }
 
 /* Wait for the forked writer `child` to end, WRITER_SECONDS at most; 0
- * once it has written the profile. */
-static int wait_for_writer(pid_t child)
+ * once it has written the profile, which is the exit profile when `final`
+ * is set. */
+static int wait_for_writer(pid_t child, int final)
 {
   int status = 0;
   pid_t got;
@@ -850,14 +854,15 @@ static int wait_for_writer(pid_t child)
       say_raw("culpert: the process writing the profile failed; none written\n");
     return -1;
   }
-  /* The profile is written: the exit profile must not replace it. */
-  atomic_store(&culpert__running, 0);
+  /* The exit profile is written: the one at exit must not replace it. */
+  if (final)
+    atomic_store(&culpert__running, 0);
   return 0;
 }
 
-/* Write the exit profile from a forked copy of the process; 0 once it is
- * written. */
-static int write_from_child(void)
+/* Write the profile from a forked copy of the process, to `path` (NULL:
+ * the exit profile, after which sampling stops); 0 once it is written. */
+static int write_from_child(const char *path)
 {
   if (_Fork == NULL || culpert__use_private_heap == NULL || !atomic_load(&culpert__ready) ||
       culpert__sampler_failed() || !atomic_load(&culpert__running))
@@ -866,7 +871,7 @@ static int write_from_child(void)
   if (!atomic_compare_exchange_strong(&writer_tid, &other, me)) {
     if (other == me) { /* this thread was interrupted while its copy writes */
       pid_t child = (pid_t)atomic_load(&writer_pid);
-      return child > 0 ? wait_for_writer(child) : -1;
+      return child > 0 ? wait_for_writer(child, path == NULL) : -1;
     }
     int64_t deadline = monotonic_seconds() + WRITER_SECONDS + 1;
     while (atomic_load(&writer_tid) != 0 && monotonic_seconds() < deadline) {
@@ -878,7 +883,7 @@ static int write_from_child(void)
   int held = hold_tables();
   pid_t child = _Fork();
   if (child == 0)
-    writer_child(); /* resets the locks */
+    writer_child(path); /* resets the locks */
   if (held) {
     culpert__live_unlock();
     culpert__record_unlock();
@@ -888,7 +893,7 @@ static int write_from_child(void)
     say_raw("culpert: cannot fork to write the profile; none written\n");
   } else {
     atomic_store(&writer_pid, (int)child);
-    rc = wait_for_writer(child);
+    rc = wait_for_writer(child, path == NULL);
     atomic_store(&writer_pid, 0);
   }
   atomic_store(&writer_tid, 0);
@@ -902,7 +907,7 @@ static void on_ending_signal(int sig)
   int64_t now = monotonic_seconds();
   if (atomic_compare_exchange_strong(&caught, &none, sig)) {
     atomic_store(&caught_at, now);
-    write_from_child();
+    write_from_child(NULL);
   } else if (atomic_load(&caught_at) == 0 || now - atomic_load(&caught_at) < 2) {
     /* The same signal sent twice at once (to the process and to its
      * group) counts once: the first is being handled on another thread. */
@@ -975,7 +980,81 @@ void culpert__output_at_immediate_exit(void)
     until.tv_sec += WRITER_SECONDS;
     (void)pthread_mutex_timedlock(&write_lock, &until);
   }
-  write_from_child(); /* nothing when the exit profile is written already */
+  write_from_child(NULL); /* nothing when the exit profile is written already */
+}
+
+/* ---------------------------------------------------------------- exec */
+
+/*
+ * An exec replaces the program's image, whose exit handlers then never
+ * run. The exec wrappers (malloc.c) have its profile written first, when
+ * it recorded any sample and the exec looks likely to succeed (the program
+ * file is there and may be run), from a forked copy as for _exit: exec is
+ * async-signal-safe and the usual call after fork. The exec'd program is
+ * profiled too and has the same pid, so the same file name: the image
+ * before the exec takes <name>.exec<N>, N the first number not yet taken,
+ * and the last image keeps <name>. Under CULPERT_NO_CHILDREN=1 nothing
+ * writes after the exec, so the image writes <name> itself. Not in a
+ * process whose start culpert did not see (a vfork child), nor on a thread
+ * interrupted inside culpert.
+ *
+ * write_lock is taken first, so no rewrite of CULPERT_INTERVAL or the
+ * snapshot signal is cut off half-way by the exec, and kept until the exec
+ * has failed. If it fails (it can, in ways no check beforehand sees), the
+ * .exec file goes again: the program carries on, and its exit profile
+ * will hold everything.
+ */
+/* The name of the profile written before an exec: the exit profile's
+ * with .exec<N>, N the first number not taken yet. */
+static int exec_path(char *path, size_t n)
+{
+  int rc = exit_path(path, n);
+  if (rc != 0)
+    return rc;
+  size_t len = strlen(path);
+  for (unsigned k = 1; k < 10000; k++) {
+    int w = snprintf(path + len, n - len, ".exec%u", k);
+    if (w < 0 || (size_t)w >= n - len)
+      return -ENAMETOOLONG;
+    if (access(path, F_OK) != 0 && errno == ENOENT)
+      return 0;
+  }
+  return -EEXIST;
+}
+
+void culpert__output_before_exec(struct culpert__exec_note *note)
+{
+  note->locked = note->written = 0;
+  if (!atomic_load(&culpert__ready) || culpert__sampler_failed() ||
+      !atomic_load(&culpert__running) || (long)getpid() != pid || culpert__tls.guard != 0)
+    return;
+  int saved = errno;
+  culpert__tls.guard++;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += WRITER_SECONDS;
+  note->locked = pthread_mutex_timedlock(&write_lock, &until) == 0;
+  int own_name = culpert__cfg.no_children;
+  if (culpert__record_any() &&
+      (own_name ? exit_path(note->path, sizeof note->path)
+                : exec_path(note->path, sizeof note->path)) == 0 &&
+      write_from_child(note->path) == 0)
+    note->written = own_name ? 1 : 2;
+  culpert__tls.guard--;
+  errno = saved;
+}
+
+void culpert__output_exec_failed(struct culpert__exec_note *note)
+{
+  int saved = errno;
+  if (note->written == 2 && unlink(note->path) == 0 && !culpert__cfg.quiet)
+    culpert__say("the exec failed (%s): removed %s again; the program goes on, and its exit "
+                 "profile will hold those samples",
+                 strerror(saved), note->path);
+  if (note->locked)
+    pthread_mutex_unlock(&write_lock);
+  note->locked = note->written = 0;
+  errno = saved;
 }
 
 /* ---------------------------------------------------------------- public API */

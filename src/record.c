@@ -168,6 +168,15 @@ uint64_t culpert__record_dropped(void)
   return atomic_load(&dropped);
 }
 
+int culpert__record_any(void)
+{
+  if (!culpert__record_trylock())
+    return 1; /* a sample is being recorded */
+  int any = nbuckets != 0;
+  culpert__record_unlock();
+  return any;
+}
+
 void culpert__record_count_dropped(void)
 {
   atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);

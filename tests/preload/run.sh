@@ -52,16 +52,18 @@ case "$case_name" in
 exports)
   # Only the allocation functions, sigaction and signal (which hide
   # CULPERT_WRITE_ON_SIGNAL's handlers), _exit, _Exit and quick_exit (which
-  # write the exit profile first), dlclose (which notes what it unloads) and
+  # write the exit profile first), the exec family (which writes the
+  # image's profile first), dlclose (which notes what it unloads) and
   # culpert_* leave the library, and
   # libunwind is not a dependency (it is dlopened RTLD_LOCAL).
   syms=$(nm -D --defined-only "$LIB" | awk '{print $3}' | sed 's/@.*//' | sort)
-  allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sigaction|signal|_exit|_Exit|quick_exit|dlclose|culpert_[a-z_]+)$'
+  allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sigaction|signal|_exit|_Exit|quick_exit|exec(ve|v|vp|vpe|l|le|lp|veat)|fexecve|dlclose|culpert_[a-z_]+)$'
   bad=$(printf '%s\n' "$syms" | grep -Ev "$allowed")
   [ -z "$bad" ] || fail "unexpected exports: $bad"
   for s in malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc \
-    pvalloc malloc_usable_size sigaction signal _exit _Exit quick_exit dlclose culpert_span_enter culpert_span_exit culpert_span_current \
-    culpert_span_enter_child_of culpert_snapshot_write culpert_snapshot culpert_is_active; do
+    pvalloc malloc_usable_size sigaction signal _exit _Exit quick_exit execve execv execvp execvpe \
+    execl execle execlp fexecve execveat dlclose culpert_span_enter culpert_span_exit \
+    culpert_span_current culpert_span_enter_child_of culpert_snapshot_write culpert_snapshot culpert_is_active; do
     printf '%s\n' "$syms" | grep -qx "$s" || fail "missing export $s"
   done
   if readelf -d "$LIB" | grep -q 'libunwind'; then fail "libunwind is a DT_NEEDED of $LIB"; fi
@@ -263,6 +265,63 @@ PY
   done
   [ "$(grep -c '^culpert: wrote profile to ' err)" -eq 3 ] ||
     fail "want one stderr line per process: $(cat err)"
+  ;;
+exec)
+  # Each image of a process that execs writes its own profile: the ones
+  # before an exec as <name>.exec<N>, the last one <name>; an exec that
+  # fails leaves no file; a vfork child writes nothing.
+  printf 'not a program\n' >bogus && chmod +x bogus
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/e.%p.pb.gz" timeout 60 \
+    env LD_PRELOAD="$LIB" "$BIN/wl_exec" "$work/bogus" 2>err)
+  rc=$?
+  [ $rc -eq 0 ] || fail "wl_exec exited $rc, want 0: $(cat err)"
+  expect_line "$out" '^failed ENOENT$' "the exec of a missing file"
+  expect_line "$out" '^failed ENOEXEC$' "the exec of a file that is no program"
+  expect_line "$out" '^mark=yes$' "execle's environment"
+  expect_line "$out" '^fork [0-9]+ status 0$' "the fork child's exec"
+  expect_line "$out" '^vfork [0-9]+ status 0$' "the vfork child's exec"
+  me=$(ls e.*.pb.gz.exec1 2>/dev/null | sed -n 's/^e\.\([0-9]*\)\.pb\.gz\.exec1$/\1/p' |
+    while read -r p; do [ -f "e.$p.pb.gz.exec2" ] && echo "$p"; done)
+  if [ -z "$me" ]; then
+    fail "no e.PID.pb.gz.exec1 and .exec2: $(ls) $(cat err)"
+  else
+    expect_totals "e.$me.pb.gz.exec1" first_image "4 4000 4 4000 4"
+    expect_totals "e.$me.pb.gz.exec1" after_failed "2 1000 2 1000 2"
+    n=$(profile "e.$me.pb.gz.exec1" | awk '$1 == "sample" && $7 == "span=busy" {n += $6}
+      END {print n + 0}')
+    [ "$n" -gt 0 ] || fail "the allocating thread's samples are missing"
+    expect_totals "e.$me.pb.gz.exec2" second_image "3 6000 3 6000 3"
+    expect_totals "e.$me.pb.gz.exec2" first_image "0 0 0 0 0"
+    expect_totals "e.$me.pb.gz" third_image "5 1500 5 1500 5"
+    expect_totals "e.$me.pb.gz" second_image "0 0 0 0 0"
+    [ -f "e.$me.pb.gz.exec3" ] && fail "a third .exec file (the failed exec's was not removed?)"
+    expect_line "$(cat err)" "^culpert: the exec failed \(Exec format error\): removed $work/e\.$me\.pb\.gz\.exec1 again" \
+      "the line for the failed exec"
+    for f in "e.$me.pb.gz.exec1" "e.$me.pb.gz.exec2" "e.$me.pb.gz"; do
+      expect_line "$(cat err)" "^culpert: wrote profile to $work/$f " "the stderr line for $f"
+    done
+  fi
+  child=$(printf '%s\n' "$out" | awk '$1 == "fork" {print $2}')
+  if [ -n "$child" ]; then
+    expect_totals "e.$child.pb.gz.exec1" child_before_exec "2 200 2 200 2"
+    [ -f "e.$child.pb.gz" ] || fail "true, exec'd by the fork child, wrote no profile: $(ls)"
+  fi
+  vf=$(printf '%s\n' "$out" | awk '$1 == "vfork" {print $2}')
+  [ -n "$vf" ] && [ -f "e.$vf.pb.gz.exec1" ] && fail "the vfork child wrote a profile before its exec"
+  [ "$(ls e.* | wc -l)" -eq 6 ] || fail "want 6 files (3 images, the fork child and its true, the vfork child's true): $(ls)"
+  ls ./*.tmp.* >/dev/null 2>&1 && fail "temporary files left: $(ls)"
+  # CULPERT_NO_CHILDREN=1: nothing is profiled after the exec, so the
+  # image before it writes its own name
+  CULPERT_NO_CHILDREN=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/nc.%p.pb.gz" timeout 60 \
+    env LD_PRELOAD="$LIB" "$BIN/wl_exec" "$work/bogus" >/dev/null 2>err ||
+    fail "wl_exec under CULPERT_NO_CHILDREN failed: $(cat err)"
+  files=$(ls nc.* 2>/dev/null)
+  if [ "$(printf '%s\n' "$files" | grep -c .)" -ne 1 ]; then
+    fail "want one file under CULPERT_NO_CHILDREN=1: $files"
+  else
+    expect_totals "$files" first_image "4 4000 4 4000 4"
+    expect_totals "$files" after_failed "2 1000 2 1000 2"
+  fi
   ;;
 exec_child)
   # CULPERT_OUTPUT without %p: the first process gets the name, every
