@@ -9,7 +9,8 @@
  * and prints the tree report of the profile PROGRAM wrote. PROGRAM gets
  * CULPERT_WRITE_ON_SIGNAL=1 (unless the variable is already set), so a
  * server stopped with Ctrl-C or SIGTERM still writes its profile. Processes
- * PROGRAM starts write <profile>.<pid> files of their own; those written
+ * PROGRAM starts write <profile>.<pid> files of their own, and an image
+ * that execs another writes <profile>[.<pid>].exec<N> first; those written
  * during the run are listed after the report. culpert's exit status is
  * PROGRAM's (128+N when signal N killed it); 2 when culpert itself fails or
  * no process of the run wrote a profile although PROGRAM succeeded.
@@ -61,6 +62,8 @@ static void help(FILE *f)
              "Processes PROGRAM starts (fork, exec) are profiled too, each into\n"
              "<profile>.<pid>; the ones written during the run are listed after the\n"
              "report, largest first (CULPERT_NO_CHILDREN=1 leaves exec'd programs out).\n"
+             "A process that execs another program writes what it sampled until then\n"
+             "to <profile>[.<pid>].exec<N> first; the last program keeps the name.\n"
              "\n"
              "A PROGRAM ended by SIGINT (Ctrl-C), SIGTERM or SIGHUP that does not handle\n"
              "the signal itself writes its profile first (CULPERT_WRITE_ON_SIGNAL=1, set\n"
@@ -217,26 +220,53 @@ static int output_path(const char *opt_o, const char *program, pid_t pid, char *
 
 /* ---------------------------------------------------------------- other processes */
 
-/* A profile another process of the run wrote: <profile>.<pid>. */
+/* A profile another process of the run wrote: <profile>.<pid>, or, for
+ * an image that exec'd another, <profile>[.<pid>].exec<N>. */
 struct other {
   char *path;
   char *exe; /* culpert.exe, or NULL */
   long pid;
+  unsigned exec_seq; /* N of .exec<N>, 0 for none */
   int64_t bytes, samples;
   char *problem; /* why it could not be read, or NULL */
 };
 
-/* name is "<base>.<digits>": the pid (at most 10 digits), else -1. */
-static long pid_suffix(const char *name, const char *base)
+/* The number at the start of s (1 to `max_digits` digits, no leading 0),
+ * or -1; *end gets what follows it. */
+static long number_at(const char *s, size_t max_digits, const char **end)
+{
+  size_t len = strspn(s, "0123456789");
+  if (len == 0 || len > max_digits || s[0] == '0')
+    return -1;
+  *end = s + len;
+  return strtol(s, NULL, 10);
+}
+
+/* name is "<base>.<pid>", "<base>.exec<N>" (PROGRAM's own pid, `own`) or
+ * "<base>.<pid>.exec<N>": the pid (at most 10 digits) and N in *seq (0
+ * for none), else -1. */
+static long pid_suffix(const char *name, const char *base, long own, unsigned *seq)
 {
   size_t n = strlen(base);
+  const char *rest;
+  long pid = own;
+  *seq = 0;
   if (strncmp(name, base, n) != 0 || name[n] != '.')
     return -1;
-  const char *d = name + n + 1;
-  size_t len = strspn(d, "0123456789");
-  if (len == 0 || len > 10 || d[len] != '\0' || d[0] == '0')
+  rest = name + n + 1;
+  if (strncmp(rest, "exec", 4) != 0) {
+    if ((pid = number_at(rest, 10, &rest)) < 0)
+      return -1;
+    if (*rest == '\0')
+      return pid;
+    if (*rest++ != '.' || strncmp(rest, "exec", 4) != 0)
+      return -1;
+  }
+  long k = number_at(rest + 4, 4, &rest);
+  if (k < 0 || *rest != '\0')
     return -1;
-  return strtol(d, NULL, 10);
+  *seq = (unsigned)k;
+  return pid;
 }
 
 static bool not_before(const struct timespec *t, const struct timespec *since)
@@ -249,7 +279,9 @@ static int by_bytes_desc(const void *a, const void *b)
   const struct other *x = a, *y = b;
   if (x->bytes != y->bytes)
     return x->bytes > y->bytes ? -1 : 1;
-  return x->pid < y->pid ? -1 : x->pid > y->pid;
+  if (x->pid != y->pid)
+    return x->pid < y->pid ? -1 : 1;
+  return x->exec_seq < y->exec_seq ? -1 : x->exec_seq > y->exec_seq;
 }
 
 static void others_free(struct other *v, size_t n)
@@ -287,12 +319,14 @@ static bool any_samples(const struct other *v, long n)
 /*
  * find_others: the profiles that the other processes of this run (fork
  * children and the programs they exec) wrote next to `out`, as
- * <out>.<pid>, modified since the run began (`since`, read from the coarse
+ * <out>.<pid>, and those of images that exec'd another, PROGRAM's own
+ * (`own` is its pid) or another's, as <out>[.<pid>].exec<N>, modified
+ * since the run began (`since`, read from the coarse
  * clock that file times come from, before PROGRAM started): an older file
  * of the same name is not this run's. Sorted by allocated bytes, largest
  * first. Returns how many, or -1 (*v NULL) when none could be listed.
  */
-static long find_others(const char *out, const struct timespec *since, struct other **v)
+static long find_others(const char *out, long own, const struct timespec *since, struct other **v)
 {
   char dir[PATH_MAX];
   *v = NULL;
@@ -308,7 +342,8 @@ static long find_others(const char *out, const struct timespec *since, struct ot
   size_t n = 0, cap = 0;
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
-    long pid = pid_suffix(e->d_name, base);
+    unsigned seq;
+    long pid = pid_suffix(e->d_name, base, own, &seq);
     struct stat st;
     char path[PATH_MAX];
     if (pid < 0 || snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path ||
@@ -321,7 +356,7 @@ static long find_others(const char *out, const struct timespec *since, struct ot
       *v = grown;
     }
     struct other *o = &(*v)[n];
-    *o = (struct other){.path = strdup(path), .pid = pid};
+    *o = (struct other){.path = strdup(path), .pid = pid, .exec_seq = seq};
     if (o->path == NULL)
       break;
     n++;
@@ -359,7 +394,10 @@ static void print_others(FILE *f, const struct other *v, size_t n)
       const struct other *o = &v[i];
       char exe[64];
       culpert__truncate(o->exe ? o->exe : "?", 32, exe, sizeof exe);
-      snprintf(name, sizeof name, "%s (pid %ld)", exe, o->pid);
+      if (o->exec_seq == 0)
+        snprintf(name, sizeof name, "%s (pid %ld)", exe, o->pid);
+      else
+        snprintf(name, sizeof name, "%s (pid %ld, before exec %u)", exe, o->pid, o->exec_seq);
       if (pass == 0) {
         size_t w = culpert__display_width(name);
         w_name = w > w_name ? w : w_name;
@@ -586,7 +624,7 @@ int culpert__cmd_run(int argc, char **argv)
   bool written = stat(out, &after) == 0 && (!existed || after.st_ino != before.st_ino ||
                                             after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
                                             after.st_mtim.tv_nsec != before.st_mtim.tv_nsec);
-  others = find_others(out, &since, &other);
+  others = find_others(out, (long)pid, &since, &other);
   /* A shell script, say: the shell's own profile is empty, the programs it
    * started allocated. */
   bool empty = written && others > 0 && own_samples(out) == 0 && any_samples(other, others);

@@ -5,8 +5,8 @@
 # the report of a workload with known spans, exit status pass-through
 # (plain, signal), the environment PROGRAM gets, the default file name,
 # --no-report, SIGTERM forwarding, the profiles of the processes PROGRAM
-# starts, and the errors (no profile from a static binary, exec failure,
-# CULPERT_LIB pointing nowhere).
+# starts and of its image before an exec, and the errors (no profile from
+# a static binary, exec failure, CULPERT_LIB pointing nowhere).
 #   run_e2e.sh CULPERT WORKLOAD WORKLOAD_STATIC
 set -u
 culpert=$1 workload=$2 static=$3
@@ -129,6 +129,18 @@ sed -n 4p list | grep -qx "  run_workload (pid $execd)  *1\.27 MB  350 samples  
 [ "$(wc -l <list)" -eq 4 ] || fail "children run: listed more than the two children: $(cat list)"
 "$culpert" report "$tmp/k.pb.gz.$forked" >rep 2>&1 || fail "report of the fork child's profile: $(cat rep)"
 has rep "handle_batch                                   1.76 MB   69.23%  (self 200.00 KB)" || fail "the fork child's profile: $(cat rep)"
+
+# 7b. PROGRAM execs another program (here a copy of itself): the report is
+#     the last image's, and the image before the exec, written to
+#     <profile>.exec1, is listed with the others.
+"$culpert" run --rate 0 -o "$tmp/x.pb.gz" -- "$workload" reexec >out 2>err
+rc=$?
+[ $rc -eq 0 ] || fail "reexec run exited $rc: $(cat err)"
+has out "handle_batch                                 900.00 KB   69.23%  (self 100.00 KB)" || fail "reexec run: not the last image's report: $(cat out)"
+sed -n '/^Other processes/,$p' out >list
+grep -qx "  run_workload (pid [0-9]*, before exec 1)  900\.00 KB  300 samples  $tmp/x\.pb\.gz\.exec1" list ||
+  fail "reexec run: no row for the image before the exec: $(cat out)"
+[ "$(wc -l <list)" -eq 3 ] || fail "reexec run: listed more than the image before the exec: $(cat list)"
 
 # 8. PROGRAM writes no profile of its own (it ends by the exit system call
 #    itself) but a child does: a note lists the child's file, the report is

@@ -13,6 +13,8 @@
  *                           starts a fork child that runs the spans twice
  *                           and an exec'd copy of itself that runs them
  *                           once; writes their pids to FILE
+ *   run_workload reexec     runs handle_batch alone, then execs a copy of
+ *                           itself that runs all three spans
  *   run_workload orphan [raw]
  *                           a fork child runs the spans; the program itself
  *                           allocates nothing and ends with _exit (its
@@ -97,6 +99,11 @@ int main(int argc, char **argv)
       return 3;
     flush_output();
     return 0;
+  }
+  if (argc > 1 && strcmp(argv[1], "reexec") == 0) {
+    handle_batch();
+    execl("/proc/self/exe", argv[0], (char *)NULL);
+    return 3;
   }
   if (argc > 1 && strcmp(argv[1], "orphan") == 0) {
     pid_t pid = fork();
