@@ -204,42 +204,48 @@ static int gather(struct args *a, const char *arg, va_list *ap)
   return 0;
 }
 
-static int release(struct args *a, int rc)
+enum list_kind { LIST_PATH, LIST_SEARCH, LIST_ENV };
+
+/* execl (LIST_PATH), execlp (LIST_SEARCH) and execle (LIST_ENV, whose
+ * environment follows the null pointer). */
+static int exec_list(enum list_kind kind, const char *name, const char *arg, va_list *ap)
 {
+  struct args a;
+  if (gather(&a, arg, ap) != 0)
+    return -1;
+  char *const *envp = kind == LIST_ENV ? va_arg(*ap, char *const *) : environ;
+  char *const *argv = (char *const *)a.v;
+  int rc = kind == LIST_SEARCH ? execvpe(name, argv, envp) : execve(name, argv, envp);
   int saved = errno;
-  if (a->mapped != 0)
-    munmap(a->v, a->mapped);
+  if (a.mapped != 0)
+    munmap(a.v, a.mapped);
   errno = saved;
   return rc;
 }
 
 CULPERT__EXPORT int execl(const char *path, const char *arg, ...)
 {
-  struct args a;
   va_list ap;
   va_start(ap, arg);
-  int rc = gather(&a, arg, &ap);
+  int rc = exec_list(LIST_PATH, path, arg, &ap);
   va_end(ap);
-  return rc != 0 ? rc : release(&a, execve(path, (char *const *)a.v, environ));
+  return rc;
 }
 
 CULPERT__EXPORT int execlp(const char *file, const char *arg, ...)
 {
-  struct args a;
   va_list ap;
   va_start(ap, arg);
-  int rc = gather(&a, arg, &ap);
+  int rc = exec_list(LIST_SEARCH, file, arg, &ap);
   va_end(ap);
-  return rc != 0 ? rc : release(&a, execvpe(file, (char *const *)a.v, environ));
+  return rc;
 }
 
 CULPERT__EXPORT int execle(const char *path, const char *arg, ...)
 {
-  struct args a;
   va_list ap;
   va_start(ap, arg);
-  int rc = gather(&a, arg, &ap);
-  char *const *envp = rc == 0 ? va_arg(ap, char *const *) : NULL;
+  int rc = exec_list(LIST_ENV, path, arg, &ap);
   va_end(ap);
-  return rc != 0 ? rc : release(&a, execve(path, (char *const *)a.v, envp));
+  return rc;
 }
