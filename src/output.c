@@ -661,8 +661,13 @@ static void interval_start(void)
 /* ---------------------------------------------------------- ending signals */
 
 /*
- * CULPERT_WRITE_ON_SIGNAL: SIGHUP, SIGINT and SIGTERM, where they would end
- * the program (their action is the default at start-up), are caught. The
+ * CULPERT_WRITE_ON_SIGNAL: SIGHUP, SIGINT, SIGTERM, SIGQUIT and SIGABRT,
+ * where they would end the program (their action is the default at
+ * start-up), are caught: the stops a user or a supervisor asks for, and
+ * abort(), where a C++ program ends on an uncaught std::bad_alloc or glibc
+ * on a corrupt heap (the copy needs neither the program's heap nor its
+ * allocator's locks). Not the signals of a fault (SIGSEGV, SIGBUS): a
+ * program that corrupts memory may have corrupted culpert's too. The
  * handler forks (_Fork: async-signal-safe, no atfork handlers): the child,
  * a single-threaded copy of the program at that instant, writes the exit
  * profile with its own locks reset and a private heap (malloc.c), then
@@ -687,7 +692,7 @@ extern pid_t _Fork(void);
 #pragma weak _Fork
 
 #define WRITER_SECONDS 60
-static const int ending_signals[] = {SIGHUP, SIGINT, SIGTERM};
+static const int ending_signals[] = {SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGABRT};
 #define N_ENDING ((int)(sizeof ending_signals / sizeof ending_signals[0]))
 static atomic_uint hidden;
 static struct sigaction seen[N_ENDING];

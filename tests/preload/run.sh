@@ -675,24 +675,25 @@ snapshot_signal)
   expect_line "$(cat err)" "^culpert: wrote profile to $work/b.pb.gz \\([0-9]+ samples?\\)$" "exit profile"
   ;;
 write_on_signal)
-  # CULPERT_WRITE_ON_SIGNAL=1: SIGINT, SIGTERM and SIGHUP still end the
-  # program by the signal, after a forked copy of it has written the exit
-  # profile; a program's own handler is left alone; without the variable
-  # nothing changes.
+  # CULPERT_WRITE_ON_SIGNAL=1: SIGINT, SIGTERM, SIGHUP, SIGQUIT and
+  # SIGABRT (also from abort()) still end the program by the signal, after
+  # a forked copy of it has written the exit profile; a program's own
+  # handler is left alone; without the variable nothing changes.
+  ulimit -c 0 # SIGQUIT and SIGABRT dump core by default
   # run_until_ready NAME ARGS...: start wl_basic in the background
   # (prog=pid) and wait until it has done its work. A shell without job
   # control starts background commands with SIGINT ignored: give it back
-  # its default action.
+  # its default action (and SIGQUIT).
   run_until_ready() {
     local name=$1
     shift
-    env --default-signal=INT LD_PRELOAD="$LIB" CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/$name.pb.gz" \
+    env --default-signal=INT,QUIT LD_PRELOAD="$LIB" CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/$name.pb.gz" \
       "$BIN/wl_basic" "$@" >"$name.out" 2>"$name.err" &
     prog=$!
     for _ in $(seq 100); do grep -q '^failures=' "$name.out" && return 0; sleep 0.1; done
     fail "$name: wl_basic did not get ready in 10 s"
   }
-  for sig in INT TERM HUP; do
+  for sig in INT TERM HUP QUIT ABRT; do
     CULPERT_WRITE_ON_SIGNAL=1 run_until_ready "s$sig" --hang
     # no thread of culpert's: a program may need to stay single-threaded
     threads=$(awk '/^Threads:/ {print $2}' "/proc/$prog/status")
@@ -704,6 +705,13 @@ write_on_signal)
     expect_totals "s$sig.pb.gz" handle_request/parse "100 100000 40 40000 100"
     expect_line "$(cat "s$sig.err")" "^culpert: wrote profile to $work/s$sig.pb.gz \\([0-9]+ samples?\\)$" "SIG$sig stderr"
   done
+  # abort(): the program raises SIGABRT itself
+  out=$(CULPERT_WRITE_ON_SIGNAL=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/abort.pb.gz" \
+    run_pre "$BIN/wl_basic" --abort 2>abort.err)
+  rc=$?
+  [ "$rc" -eq 134 ] || fail "abort(): exit status $rc, want 134 (SIGABRT): $(cat abort.err)"
+  expect_line "$out" '^failures=0$' "abort()"
+  expect_totals abort.pb.gz handle_request/parse "100 100000 40 40000 100"
   # the same signal twice at once (to the process and to its group, say)
   # counts as one: the profile is still written
   CULPERT_WRITE_ON_SIGNAL=1 run_until_ready twice --hang

@@ -25,7 +25,8 @@
  * environment string before exiting, as programs that set their process
  * title do. "--loader-busy" waits too, while a thread of
  * its own sits inside a dl_iterate_phdr callback, holding the dynamic
- * loader's lock (as a thread caught mid-dlopen would).
+ * loader's lock (as a thread caught mid-dlopen would). "--abort" ends
+ * with abort() after its work.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -244,6 +245,10 @@ int main(int argc, char **argv)
       usleep(1000);
   }
   printf("failures=%d\n", failures);
+  if (argc == 2 && strcmp(argv[1], "--abort") == 0) {
+    fflush(stdout);
+    abort();
+  }
   if (hang) {
     fflush(stdout);
     while (!interrupted)
