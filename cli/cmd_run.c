@@ -5,7 +5,7 @@
  * Finds libculpert.so next to this binary (installed layout or build tree,
  * or $CULPERT_LIB), runs PROGRAM with it prepended to LD_PRELOAD and the
  * collector's settings in its environment, forwards SIGINT, SIGTERM, SIGHUP,
- * SIGUSR1 and SIGUSR2, waits,
+ * SIGQUIT, SIGUSR1 and SIGUSR2, waits,
  * and prints the tree report of the profile PROGRAM wrote. PROGRAM gets
  * CULPERT_WRITE_ON_SIGNAL=1 (unless the variable is already set), so a
  * server stopped with Ctrl-C or SIGTERM still writes its profile. Processes
@@ -65,12 +65,13 @@ static void help(FILE *f)
              "A process that execs another program writes what it sampled until then\n"
              "to <profile>[.<pid>].exec<N> first; the last program keeps the name.\n"
              "\n"
-             "A PROGRAM ended by SIGINT (Ctrl-C), SIGTERM or SIGHUP that does not handle\n"
-             "the signal itself writes its profile first (CULPERT_WRITE_ON_SIGNAL=1, set\n"
-             "unless it is already in the environment; set it to 0 to turn it off).\n"
-             "SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to culpert are passed on\n"
-             "to PROGRAM: with CULPERT_SNAPSHOT_SIGNAL=USR2, 'kill -USR2' on culpert asks\n"
-             "PROGRAM for a snapshot.\n"
+             "A PROGRAM ended by SIGINT (Ctrl-C), SIGTERM, SIGHUP, SIGQUIT or SIGABRT\n"
+             "(abort()) that does not handle the signal itself writes its profile first\n"
+             "(CULPERT_WRITE_ON_SIGNAL=1, set unless it is already in the environment;\n"
+             "set it to 0 to turn it off). SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1\n"
+             "and SIGUSR2 sent to culpert are passed on to PROGRAM: with\n"
+             "CULPERT_SNAPSHOT_SIGNAL=USR2, 'kill -USR2' on culpert asks PROGRAM for a\n"
+             "snapshot.\n"
              "\n"
              "libculpert.so is looked for in $CULPERT_LIB, then next to this binary:\n"
              "<bindir>/../lib (an install) or <build>/src (the build tree).\n"
@@ -144,10 +145,10 @@ static int find_lib(char *out, size_t len)
 
 static volatile sig_atomic_t child_pid;
 
-/* The signals culpert passes on to PROGRAM: the ones that stop a service,
- * and the two a service is told things with (CULPERT_SNAPSHOT_SIGNAL's
- * usual choice among them). */
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+/* The signals culpert passes on to PROGRAM: the ones that stop a service
+ * (Ctrl-\'s SIGQUIT among them), and the two a service is told things
+ * with (CULPERT_SNAPSHOT_SIGNAL's usual choice among them). */
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 #define N_FORWARDED (sizeof forwarded / sizeof forwarded[0])
 
 /* Forward a signal to PROGRAM, except signals the terminal sent to the

@@ -77,6 +77,27 @@ for mode in 1 0; do
   fi
 done
 
+# 5a. PROGRAM ends with abort(): it writes its profile first, the report
+#     is printed, and culpert exits 128+6. SIGQUIT (Ctrl-\) sent to culpert
+#     is passed on and does the same (a background job of a shell
+#     without job control starts with SIGQUIT ignored: not here).
+ulimit -c 0
+"$culpert" run --rate 0 -o a.pb.gz -- "$workload" abort >out 2>err
+rc=$?
+[ $rc -eq 134 ] || fail "abort(): culpert exited $rc, want 134: $(cat err)"
+has out "handle_batch                                 900.00 KB   69.23%  (self 100.00 KB)" || fail "abort(): no report: $(cat out) $(cat err)"
+rm -f ready
+env --default-signal=QUIT "$culpert" run --rate 0 -o q.pb.gz -- "$workload" wait "$tmp/ready" >out 2>err &
+pid=$!
+i=0
+while [ ! -e ready ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+[ -e ready ] || fail "workload never started"
+kill -QUIT $pid
+wait $pid
+rc=$?
+[ $rc -eq 131 ] || fail "SIGQUIT: culpert exited $rc, want 131: $(cat err)"
+has out "handle_batch" || fail "SIGQUIT: no report: $(cat out) $(cat err)"
+
 # 5b. USR2 sent to culpert reaches PROGRAM too: with
 #     CULPERT_SNAPSHOT_SIGNAL=USR2 the profile is written while PROGRAM runs
 #     on. A signal culpert was started with ignored (nohup's SIGHUP) stays

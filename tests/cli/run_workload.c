@@ -13,6 +13,7 @@
  *                           starts a fork child that runs the spans twice
  *                           and an exec'd copy of itself that runs them
  *                           once; writes their pids to FILE
+ *   run_workload abort      ends with abort() after the spans
  *   run_workload reexec     runs handle_batch alone, then execs a copy of
  *                           itself that runs all three spans
  *   run_workload orphan [raw]
@@ -121,6 +122,8 @@ int main(int argc, char **argv)
   }
   handle_batch();
   flush_output();
+  if (argc > 1 && strcmp(argv[1], "abort") == 0)
+    abort();
   if (argc > 2 && strcmp(argv[1], "wait") == 0) {
     int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
