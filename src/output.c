@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -805,6 +806,14 @@ static void writer_child(const char *path)
   atomic_store(&culpert__running, 0);
   culpert__use_private_heap();
   reinit_locks();
+  /* A program that ran out of address space under a soft limit (an
+   * uncaught std::bad_alloc, then abort()) leaves the copy none to write
+   * with: it may go up to the hard limit. */
+  struct rlimit lim;
+  if (getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_AS, &lim);
+  }
   /* The loader's locks may be held by a thread that is gone: find the
    * objects without them (symbolize.h). */
   culpert__symbolize_set_loader_locks(0);

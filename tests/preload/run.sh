@@ -712,6 +712,15 @@ write_on_signal)
   [ "$rc" -eq 134 ] || fail "abort(): exit status $rc, want 134 (SIGABRT): $(cat abort.err)"
   expect_line "$out" '^failures=0$' "abort()"
   expect_totals abort.pb.gz handle_request/parse "100 100000 40 40000 100"
+  # out of address space under a soft limit (as an uncaught
+  # std::bad_alloc would be), then abort(): the copy that writes the
+  # profile may go up to the hard limit
+  out=$(ulimit -S -v 400000 && CULPERT_WRITE_ON_SIGNAL=1 CULPERT_SAMPLE_RATE=0 \
+    CULPERT_OUTPUT="$work/oom.pb.gz" run_pre "$BIN/wl_basic" --exhaust 2>oom.err)
+  rc=$?
+  [ "$rc" -eq 134 ] || fail "out of memory: exit status $rc, want 134 (SIGABRT): $(cat oom.err)"
+  expect_line "$out" '^exhausted after [0-9]+ MiB$' "out of memory"
+  expect_totals oom.pb.gz handle_request/parse "100 100000 40 40000 100"
   # the same signal twice at once (to the process and to its group, say)
   # counts as one: the profile is still written
   CULPERT_WRITE_ON_SIGNAL=1 run_until_ready twice --hang

@@ -26,7 +26,8 @@
  * title do. "--loader-busy" waits too, while a thread of
  * its own sits inside a dl_iterate_phdr callback, holding the dynamic
  * loader's lock (as a thread caught mid-dlopen would). "--abort" ends
- * with abort() after its work.
+ * with abort() after its work; "--exhaust" allocates 1 MiB blocks until
+ * malloc fails (under an address-space limit), then abort()s.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -245,7 +246,13 @@ int main(int argc, char **argv)
       usleep(1000);
   }
   printf("failures=%d\n", failures);
-  if (argc == 2 && strcmp(argv[1], "--abort") == 0) {
+  if (argc == 2 && strcmp(argv[1], "--exhaust") == 0) {
+    size_t blocks = 0;
+    while (malloc(1u << 20) != NULL)
+      blocks++;
+    printf("exhausted after %zu MiB\n", blocks);
+  }
+  if (argc == 2 && (strcmp(argv[1], "--abort") == 0 || strcmp(argv[1], "--exhaust") == 0)) {
     fflush(stdout);
     abort();
   }
