@@ -892,7 +892,8 @@ static int write_from_child(const char *path)
       struct timespec tick = {0, 5 * 1000 * 1000};
       nanosleep(&tick, NULL);
     }
-    return atomic_load(&culpert__running) ? -1 : 0;
+    /* Its copy wrote the exit profile, or nothing: never `path`. */
+    return path == NULL && !atomic_load(&culpert__running) ? 0 : -1;
   }
   int held = hold_tables();
   pid_t child = _Fork();
