@@ -18,6 +18,13 @@ export CULPERT_QUIET=1
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 # has FILE TEXT: FILE contains the fixed string TEXT.
 has() { grep -qF -- "$2" "$1"; }
+# wait_ready WHAT: wait, 60 s at most, until `run_workload wait` has
+# created ./ready.
+wait_ready() {
+  i=0
+  while [ ! -e ready ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+  [ -e ready ] || fail "workload never started$1"
+}
 
 # 1. Exact report at --rate 0, exit status 0.
 "$culpert" run --rate 0 -o "$tmp/a.pb.gz" -- "$workload" >out 2>err
@@ -62,9 +69,7 @@ for mode in 1 0; do
   rm -f ready d.pb.gz
   CULPERT_WRITE_ON_SIGNAL=$mode "$culpert" run --rate 0 -o d.pb.gz -- "$workload" wait "$tmp/ready" >out 2>err &
   pid=$!
-  i=0
-  while [ ! -e ready ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-  [ -e ready ] || fail "workload never started"
+  wait_ready
   kill -TERM $pid
   wait $pid
   rc=$?
@@ -89,9 +94,7 @@ has out "handle_batch                                 900.00 KB   69.23%  (self 
 rm -f ready
 env --default-signal=QUIT "$culpert" run --rate 0 -o q.pb.gz -- "$workload" wait "$tmp/ready" >out 2>err &
 pid=$!
-i=0
-while [ ! -e ready ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-[ -e ready ] || fail "workload never started"
+wait_ready " (QUIT)"
 kill -QUIT $pid
 wait $pid
 rc=$?
@@ -105,9 +108,7 @@ has out "handle_batch" || fail "SIGQUIT: no report: $(cat out) $(cat err)"
 rm -f ready u.pb.gz
 CULPERT_SNAPSHOT_SIGNAL=USR2 env --ignore-signal=HUP "$culpert" run --rate 0 -o u.pb.gz -- "$workload" wait "$tmp/ready" >out 2>err &
 pid=$!
-i=0
-while [ ! -e ready ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-[ -e ready ] || fail "workload never started (USR2)"
+wait_ready " (USR2)"
 kill -USR2 $pid
 i=0
 while [ ! -e u.pb.gz ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
