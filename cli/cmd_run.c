@@ -309,6 +309,16 @@ static int64_t own_samples(const char *path)
   return n;
 }
 
+/* Whether PROGRAM (pid `own`) exec'd another program: its image before
+ * the exec wrote <profile>.exec<N>. */
+static bool execd_away(const struct other *v, long n, long own)
+{
+  for (long i = 0; i < n; i++)
+    if (v[i].pid == own && v[i].exec_seq > 0)
+      return true;
+  return false;
+}
+
 static bool any_samples(const struct other *v, long n)
 {
   for (long i = 0; i < n; i++)
@@ -632,16 +642,29 @@ int culpert__cmd_run(int argc, char **argv)
   if ((!written || empty) && others > 0) {
     /* Or a program killed by SIGKILL: the report covers what the
      * processes it started wrote (the readable ones), merged. */
-    if (empty)
+    /* When PROGRAM exec'd another program, the file is that one's. */
+    bool execd = execd_away(other, others, (long)pid);
+    const char *plural = others == 1 ? "" : "es";
+    if (empty && execd)
+      fprintf(stderr,
+              "culpert: note: the program %s exec'd wrote %s, which holds no samples, but %ld "
+              "other process%s of the run wrote %s:\n",
+              o.argv[0], out, others, plural, others == 1 ? "one" : "profiles");
+    else if (empty)
       fprintf(stderr,
               "culpert: note: %s's own profile (%s) holds no samples, but %ld other "
               "process%s of the run wrote %s:\n",
-              o.argv[0], out, others, others == 1 ? "" : "es", others == 1 ? "one" : "profiles");
+              o.argv[0], out, others, plural, others == 1 ? "one" : "profiles");
+    else if (execd)
+      fprintf(stderr,
+              "culpert: note: the program %s exec'd wrote no profile (%s: it ended without "
+              "running exit handlers), but %ld other process%s of the run did:\n",
+              o.argv[0], out, others, plural);
     else
       fprintf(stderr,
               "culpert: note: %s wrote no profile of its own (%s: it ended without running "
               "exit handlers), but %ld other process%s of the run did:\n",
-              o.argv[0], out, others, others == 1 ? "" : "es");
+              o.argv[0], out, others, plural);
     print_others(stderr, other, (size_t)others);
     status = prog_status;
     if (!o.no_report) {

@@ -154,7 +154,8 @@ has rep "handle_batch                                   1.76 MB   69.23%  (self 
 
 # 7b. PROGRAM execs another program (here a copy of itself): the report is
 #     the last image's, and the image before the exec, written to
-#     <profile>.exec1, is listed with the others.
+#     <profile>.exec1, is listed with the others. When the program it
+#     execs samples nothing, the note names it.
 "$culpert" run --rate 0 -o "$tmp/x.pb.gz" -- "$workload" reexec >out 2>err
 rc=$?
 [ $rc -eq 0 ] || fail "reexec run exited $rc: $(cat err)"
@@ -163,6 +164,13 @@ sed -n '/^Other processes/,$p' out >list
 grep -qx "  run_workload (pid [0-9]*, before exec 1)  900\.00 KB  300 samples  $tmp/x\.pb\.gz\.exec1" list ||
   fail "reexec run: no row for the image before the exec: $(cat out)"
 [ "$(wc -l <list)" -eq 3 ] || fail "reexec run: listed more than the image before the exec: $(cat list)"
+# The program it execs (true) samples nothing: a note says so, and the
+# report is the image before the exec.
+"$culpert" run --rate 0 -o "$tmp/y.pb.gz" -- "$workload" reexec-true >out 2>err
+rc=$?
+[ $rc -eq 0 ] || fail "reexec-true run exited $rc: $(cat err)"
+has err "culpert: note: the program $workload exec'd wrote $tmp/y.pb.gz, which holds no samples, but 1 other process of the run wrote one:" || fail "reexec-true note: $(cat err)"
+has out "handle_batch                                 900.00 KB  100.00%  (self 100.00 KB)" || fail "reexec-true run: not the first image's report: $(cat out)"
 
 # 8. PROGRAM writes no profile of its own (it ends by the exit system call
 #    itself) but a child does: a note lists the child's file, the report is

@@ -16,6 +16,8 @@
  *   run_workload abort      ends with abort() after the spans
  *   run_workload reexec     runs handle_batch alone, then execs a copy of
  *                           itself that runs all three spans
+ *   run_workload reexec-true
+ *                           runs handle_batch alone, then execs true
  *   run_workload orphan [raw]
  *                           a fork child runs the spans; the program itself
  *                           allocates nothing and ends with _exit (its
@@ -101,9 +103,12 @@ int main(int argc, char **argv)
     flush_output();
     return 0;
   }
-  if (argc > 1 && strcmp(argv[1], "reexec") == 0) {
+  if (argc > 1 && (strcmp(argv[1], "reexec") == 0 || strcmp(argv[1], "reexec-true") == 0)) {
     handle_batch();
-    execl("/proc/self/exe", argv[0], (char *)NULL);
+    if (strcmp(argv[1], "reexec") == 0)
+      execl("/proc/self/exe", argv[0], (char *)NULL);
+    else
+      execlp("true", "true", (char *)NULL);
     return 3;
   }
   if (argc > 1 && strcmp(argv[1], "orphan") == 0) {
