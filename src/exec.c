@@ -33,17 +33,11 @@ static execve_fn *next_execve, *next_execvpe;
 static fexecve_fn *next_fexecve;
 static execveat_fn *next_execveat;
 
-static void *next_symbol(const char *name)
-{
-  return dlsym(RTLD_NEXT, name);
-}
-
+/* Resolve `var` to the next definition of `name` unless done already. */
 #define RESOLVE(var, name)                                                                         \
   do {                                                                                             \
-    if ((var) == NULL) {                                                                           \
-      void *p_ = next_symbol(name);                                                                \
-      memcpy(&(var), &p_, sizeof p_);                                                              \
-    }                                                                                              \
+    if ((var) == NULL)                                                                             \
+      CULPERT__SET_FN(var, dlsym(RTLD_NEXT, name));                                                \
   } while (0)
 
 /* From the constructor (malloc.c); each wrapper also resolves what it
@@ -95,9 +89,10 @@ static int runnable_in_path(const char *file)
 
 static void before(struct culpert__exec_note *note, int likely)
 {
-  note->locked = note->written = 0;
   if (likely)
     culpert__output_before_exec(note);
+  else
+    note->locked = note->written = 0;
 }
 
 CULPERT__EXPORT int execve(const char *path, char *const argv[], char *const envp[])

@@ -254,6 +254,15 @@ uint64_t culpert__span_table_full(void);
 /* culpert__span_reset_counters: the fork child starts its own counts. */
 void culpert__span_reset_counters(void);
 
+/* CULPERT__SET_FN: store the address dlsym returned in the function
+ * pointer dst. ISO C has no cast between object and function pointers,
+ * so the bits are copied (malloc.c and exec.c, the interposers). */
+#define CULPERT__SET_FN(dst, ptr)                                                                  \
+  do {                                                                                             \
+    void *p_ = (ptr);                                                                              \
+    memcpy(&(dst), &p_, sizeof p_);                                                                \
+  } while (0)
+
 /* ------------------------------------------------------------ livetable */
 
 /*

@@ -118,14 +118,6 @@ static int posix_memalign_via_libc(void **out, size_t align, size_t n)
   return 0;
 }
 
-/* ISO C has no cast between object and function pointers; dlsym returns
- * one for the other, so copy the bits. */
-#define SET_FN(dst, ptr)                                                                           \
-  do {                                                                                             \
-    void *p_ = (ptr);                                                                              \
-    memcpy(&(dst), &p_, sizeof p_);                                                                \
-  } while (0)
-
 static void *fn_addr(void *(*fn)(size_t))
 {
   void *p;
@@ -164,25 +156,25 @@ static void do_resolve(void)
   struct real_fns r;
   void *base;
   memset(&r, 0, sizeof r);
-  SET_FN(r.malloc, dlsym(RTLD_NEXT, "malloc"));
-  SET_FN(r.free, dlsym(RTLD_NEXT, "free"));
-  SET_FN(r.calloc, dlsym(RTLD_NEXT, "calloc"));
-  SET_FN(r.realloc, dlsym(RTLD_NEXT, "realloc"));
-  SET_FN(r.posix_memalign, dlsym(RTLD_NEXT, "posix_memalign"));
+  CULPERT__SET_FN(r.malloc, dlsym(RTLD_NEXT, "malloc"));
+  CULPERT__SET_FN(r.free, dlsym(RTLD_NEXT, "free"));
+  CULPERT__SET_FN(r.calloc, dlsym(RTLD_NEXT, "calloc"));
+  CULPERT__SET_FN(r.realloc, dlsym(RTLD_NEXT, "realloc"));
+  CULPERT__SET_FN(r.posix_memalign, dlsym(RTLD_NEXT, "posix_memalign"));
   if (r.malloc == NULL || r.free == NULL || r.calloc == NULL || r.realloc == NULL ||
       r.posix_memalign == NULL) {
     /* No next object (static oddities): glibc's own entry points. */
-    SET_FN(r.malloc, dlsym(RTLD_DEFAULT, "__libc_malloc"));
-    SET_FN(r.free, dlsym(RTLD_DEFAULT, "__libc_free"));
-    SET_FN(r.calloc, dlsym(RTLD_DEFAULT, "__libc_calloc"));
-    SET_FN(r.realloc, dlsym(RTLD_DEFAULT, "__libc_realloc"));
-    SET_FN(libc_memalign, dlsym(RTLD_DEFAULT, "__libc_memalign"));
+    CULPERT__SET_FN(r.malloc, dlsym(RTLD_DEFAULT, "__libc_malloc"));
+    CULPERT__SET_FN(r.free, dlsym(RTLD_DEFAULT, "__libc_free"));
+    CULPERT__SET_FN(r.calloc, dlsym(RTLD_DEFAULT, "__libc_calloc"));
+    CULPERT__SET_FN(r.realloc, dlsym(RTLD_DEFAULT, "__libc_realloc"));
+    CULPERT__SET_FN(libc_memalign, dlsym(RTLD_DEFAULT, "__libc_memalign"));
     r.posix_memalign = libc_memalign != NULL ? posix_memalign_via_libc : NULL;
   }
   if (r.malloc != NULL && (base = object_of(fn_addr(r.malloc))) != NULL) {
-    SET_FN(r.aligned_alloc, next_in("aligned_alloc", base));
-    SET_FN(r.memalign, next_in("memalign", base));
-    SET_FN(r.malloc_usable_size, dlsym(RTLD_NEXT, "malloc_usable_size"));
+    CULPERT__SET_FN(r.aligned_alloc, next_in("aligned_alloc", base));
+    CULPERT__SET_FN(r.memalign, next_in("memalign", base));
+    CULPERT__SET_FN(r.malloc_usable_size, dlsym(RTLD_NEXT, "malloc_usable_size"));
   }
   if (r.malloc == NULL || r.free == NULL || r.calloc == NULL || r.realloc == NULL) {
     /* Keep the arena: allocations fail once it is full. */
@@ -851,7 +843,7 @@ CULPERT__EXPORT int dlclose(void *handle)
 {
   int (*next)(void *) = next_dlclose;
   if (next == NULL) /* before start-up */
-    SET_FN(next, dlsym(RTLD_NEXT, "dlclose"));
+    CULPERT__SET_FN(next, dlsym(RTLD_NEXT, "dlclose"));
   if (next == NULL) {
     errno = ENOSYS;
     return -1;
@@ -914,11 +906,11 @@ CULPERT__EXPORT void quick_exit(int status)
 __attribute__((constructor)) static void culpert_start(void)
 {
   resolve();
-  SET_FN(next_sigaction, dlsym(RTLD_NEXT, "sigaction"));
-  SET_FN(next_signal, dlsym(RTLD_NEXT, "signal"));
-  SET_FN(next_exit, dlsym(RTLD_NEXT, "_exit"));
-  SET_FN(next_quick_exit, dlsym(RTLD_NEXT, "quick_exit"));
-  SET_FN(next_dlclose, dlsym(RTLD_NEXT, "dlclose"));
+  CULPERT__SET_FN(next_sigaction, dlsym(RTLD_NEXT, "sigaction"));
+  CULPERT__SET_FN(next_signal, dlsym(RTLD_NEXT, "signal"));
+  CULPERT__SET_FN(next_exit, dlsym(RTLD_NEXT, "_exit"));
+  CULPERT__SET_FN(next_quick_exit, dlsym(RTLD_NEXT, "quick_exit"));
+  CULPERT__SET_FN(next_dlclose, dlsym(RTLD_NEXT, "dlclose"));
   culpert__exec_resolve();
   culpert__tls.guard++;
   culpert__init();
