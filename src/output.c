@@ -44,6 +44,10 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
  * and an older profile never replaces a newer one. */
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 static long pid;
+/* Not the first process of the run: a fork child, or a program started
+ * below the one that first loaded culpert (CULPERT_ROOT_PID). Its file
+ * name carries its pid, and it writes no profile while it has sampled
+ * nothing (nothing_to_write). */
 static int is_child;
 static int64_t start_nanos;
 static char exe_name[256];
@@ -215,15 +219,13 @@ static void fork_child(void)
 
 /* ---------------------------------------------------------------- start-up */
 
-/* Processes exec'd with CULPERT_OUTPUT inherited must not overwrite the
- * first process's file: the first one marks the environment with its pid,
- * and a process that finds another pid there appends ".<pid>". Only needed
- * when the template has no %p. */
+/* The first process that loads culpert marks the environment with its
+ * pid; a process that finds another pid there was started below it. With
+ * CULPERT_OUTPUT inherited, such a process must not overwrite the first
+ * one's file: when the template has no %p it appends ".<pid>"
+ * (culpert__config_output_path). */
 static void mark_root(void)
 {
-  const char *out = culpert__cfg.output;
-  if (out == NULL || strstr(out, "%p") != NULL)
-    return;
   const char *root = getenv("CULPERT_ROOT_PID");
   char num[32];
   snprintf(num, sizeof num, "%ld", pid);
@@ -453,6 +455,16 @@ out:
   return rc;
 }
 
+/* A process below the first one that has sampled nothing writes no
+ * profile of its own (not at exit, nor on a rewrite): a shell script's
+ * subshells and short commands would otherwise leave dozens of empty
+ * files. The first process always writes: its file is the one asked for.
+ * An explicit culpert_snapshot_write() writes regardless. */
+static int nothing_to_write(void)
+{
+  return is_child && !culpert__record_any() && culpert__record_dropped() == 0;
+}
+
 static int write_all(int fd, const unsigned char *buf, size_t len)
 {
   while (len > 0) {
@@ -551,7 +563,9 @@ void culpert__output_at_exit(void)
     return; /* already written (a second destructor run) */
   t->guard++;
   int saved = errno;
-  if (exit_path(path, sizeof path) != 0) {
+  if (nothing_to_write()) {
+    /* no file */
+  } else if (exit_path(path, sizeof path) != 0) {
     culpert__say("CULPERT_OUTPUT expands to a path longer than %u bytes; no profile written",
                  CULPERT__PATH_MAX);
   } else {
@@ -625,13 +639,14 @@ static void *rewrite_thread(void *arg)
     int asked = wait_for_rewrite(&next);
     pthread_mutex_lock(&write_lock);
     int stop = !atomic_load(&culpert__running); /* the exit profile is written or on its way */
-    int rc = stop    ? 0
-             : asked ? write_file(path, OK_SAY, 1)
-                     : write_file(path, announced ? OK_SILENT : OK_SAY_PERIODIC, last_ok);
+    int skip = !stop && nothing_to_write();
+    int rc = stop || skip ? 0
+             : asked      ? write_file(path, OK_SAY, 1)
+                          : write_file(path, announced ? OK_SILENT : OK_SAY_PERIODIC, last_ok);
     pthread_mutex_unlock(&write_lock);
     if (stop)
       return NULL;
-    if (!asked) {
+    if (!asked && !skip) {
       announced |= rc == 0;
       last_ok = rc == 0;
     }
@@ -881,6 +896,8 @@ static int write_from_child(const char *path)
   if (_Fork == NULL || culpert__use_private_heap == NULL || !atomic_load(&culpert__ready) ||
       culpert__sampler_failed() || !atomic_load(&culpert__running))
     return -1;
+  if (path == NULL && nothing_to_write())
+    return 0; /* the exit profile, of which there is none */
   int me = (int)gettid(), other = 0;
   if (!atomic_compare_exchange_strong(&writer_tid, &other, me)) {
     if (other == me) { /* this thread was interrupted while its copy writes */

@@ -190,6 +190,9 @@ fork)
     2>err) || fail "wl_fork failed: $(cat err)"
   parent=$(ls f.*.pb.gz | wc -l)
   [ "$parent" -eq 22 ] || fail "want 22 profiles (parent, 20 forks, 1 exec), got $parent"
+  idle=$(printf '%s\n' "$out" | awk '$1=="idle"{print $2}')
+  [ -n "$idle" ] || fail "no idle child: $out"
+  [ -n "$idle" ] && [ -f "f.$idle.pb.gz" ] && fail "the child that sampled nothing wrote a profile"
   first=$(printf '%s\n' "$out" | awk '$1=="child"{print $2; exit}')
   [ -f "f.$first.pb.gz" ] || fail "no profile for child $first"
   expect_totals "f.$first.pb.gz" child_work "5 15000 5 15000 5"
@@ -204,7 +207,7 @@ fork)
 immediate_exit)
   # _exit, _Exit and quick_exit write the exit profile first, also from a
   # signal handler on a thread that was allocating; a vfork child writes
-  # nothing.
+  # nothing, nor does a fork child that sampled nothing.
   out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/q.%p.pb.gz" \
     timeout 60 env LD_PRELOAD="$LIB" "$BIN/wl_fork" --immediate-exit 2>err)
   rc=$?
@@ -224,6 +227,9 @@ immediate_exit)
   vf=$(printf '%s\n' "$out" | awk '$1 == "vfork" && $4 == 5 {print $2}')
   [ -n "$vf" ] || fail "the vfork child did not end with status 5: $out"
   [ -n "$vf" ] && [ -f "q.$vf.pb.gz" ] && fail "the vfork child wrote a profile"
+  idle=$(printf '%s\n' "$out" | awk '$1 == "exit" && $4 == 8 {print $2}')
+  [ -n "$idle" ] || fail "no fork child ended with status 8: $out"
+  [ -n "$idle" ] && [ -f "q.$idle.pb.gz" ] && fail "the child that sampled nothing wrote a profile"
   main_file=$(ls q.*.pb.gz | while read -r f; do
     profile "$f" | grep -q 'span=parent_work' && echo "$f"; done)
   [ "$(printf '%s\n' "$main_file" | grep -c .)" -eq 1 ] || fail "parent_work in: $main_file"
@@ -269,9 +275,10 @@ PY
 exec)
   # Each image of a process that execs writes its own profile: the ones
   # before an exec as <name>.exec<N>, the last one <name>; an exec that
-  # fails leaves no file; a vfork child writes nothing.
+  # fails leaves no file; a vfork child writes nothing, nor does a program
+  # below the first one that sampled nothing (the vfork child's true).
   printf 'not a program\n' >bogus && chmod +x bogus
-  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/e.%p.pb.gz" timeout 60 \
+  out=$(PATH="$BIN:$PATH" CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/e.%p.pb.gz" timeout 60 \
     env LD_PRELOAD="$LIB" "$BIN/wl_exec" "$work/bogus" 2>err)
   rc=$?
   [ $rc -eq 0 ] || fail "wl_exec exited $rc, want 0: $(cat err)"
@@ -304,11 +311,13 @@ exec)
   child=$(printf '%s\n' "$out" | awk '$1 == "fork" {print $2}')
   if [ -n "$child" ]; then
     expect_totals "e.$child.pb.gz.exec1" child_before_exec "2 200 2 200 2"
-    [ -f "e.$child.pb.gz" ] || fail "true, exec'd by the fork child, wrote no profile: $(ls)"
+    expect_totals "e.$child.pb.gz" fourth_image "1 700 1 700 1"
+    expect_totals "e.$child.pb.gz" child_before_exec "0 0 0 0 0"
   fi
   vf=$(printf '%s\n' "$out" | awk '$1 == "vfork" {print $2}')
   [ -n "$vf" ] && [ -f "e.$vf.pb.gz.exec1" ] && fail "the vfork child wrote a profile before its exec"
-  [ "$(ls e.* | wc -l)" -eq 6 ] || fail "want 6 files (3 images, the fork child and its true, the vfork child's true): $(ls)"
+  [ -n "$vf" ] && [ -f "e.$vf.pb.gz" ] && fail "true, which sampled nothing, wrote a profile"
+  [ "$(ls e.* | wc -l)" -eq 5 ] || fail "want 5 files (3 images, the fork child's before and after its exec): $(ls)"
   ls ./*.tmp.* >/dev/null 2>&1 && fail "temporary files left: $(ls)"
   # CULPERT_NO_CHILDREN=1: nothing is profiled after the exec, so the
   # image before it writes its own name
@@ -488,6 +497,11 @@ quiet_and_names)
   expect_line "$p" '^comment culpert.exe=wl_basic$' "exe comment"
   expect_line "$p" '^comment service=api$' "metadata"
   expect_line "$p" '^comment team=core$' "metadata"
+  # The first process writes its file even when it sampled nothing (a
+  # process below it would not).
+  CULPERT_SAMPLE_RATE=1T run_pre true >out 2>err || fail "true failed under culpert"
+  expect_line "$(cat err)" "^culpert: wrote profile to $work/culpert\\.true\\.[0-9]+\\.pb\\.gz \\(0 samples\\)$" \
+    "the first process's empty profile"
   CULPERT_QUIET=1 CULPERT_OUTPUT="$work/q-%e.pb.gz" run_pre "$BIN/wl_basic" >out 2>err
   [ -s err ] && fail "CULPERT_QUIET=1 still wrote: $(cat err)"
   [ -f q-wl_basic.pb.gz ] || fail "%e not expanded: $(ls)"

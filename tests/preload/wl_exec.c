@@ -9,9 +9,10 @@
  *   image 2: second_image 3 x 2000 bytes, then execle of itself with its
  *            environment plus WL_EXEC_MARK=yes;
  *   image 3: third_image 5 x 300 bytes; a fork child that allocates
- *            child_before_exec 2 x 100 bytes and execvp's "true" (found
- *            in PATH); a vfork child that execvp's "true" at once; then it
- *            returns 0.
+ *            child_before_exec 2 x 100 bytes and execlp's "wl_exec fourth"
+ *            (found in PATH, which the caller sets), which allocates
+ *            fourth_image 1 x 700 bytes; a vfork child that execvp's "true"
+ *            at once; then it returns 0.
  * Prints "failed ERRNO-NAME" for each exec that failed, "mark=VALUE" in
  * image 3, "fork PID status N" and "vfork PID status N".
  */
@@ -105,7 +106,7 @@ static int third(void)
   pid_t pid = fork();
   if (pid == 0) {
     allocate("child_before_exec", 2, 100);
-    execlp("true", "true", (char *)NULL);
+    execlp("wl_exec", "wl_exec", "fourth", (char *)NULL);
     _exit(127);
   }
   printf("fork %d status %d\n", (int)pid, wait_for(pid));
@@ -126,6 +127,10 @@ int main(int argc, char **argv)
     return second(argv[0]);
   if (argc == 2 && strcmp(argv[1], "third") == 0)
     return third();
+  if (argc == 2 && strcmp(argv[1], "fourth") == 0) {
+    allocate("fourth_image", 1, 700);
+    return 0;
+  }
   if (argc == 2)
     return first(argv[0], argv[1]);
   fprintf(stderr, "usage: wl_exec BOGUS\n");

@@ -7,14 +7,17 @@
  *   parent profile:  parent_work 10 x 1000 bytes, no child_work
  *   each fork child: child_work 5 x 3000 bytes, no parent_work
  *   exec'd child:    exec_child 7 x 700 bytes
+ *   one more fork child allocates nothing and exits ("idle PID"): it
+ *   sampled nothing, so it writes no profile
  *
  * wl_fork --immediate-exit: four fork children that each allocate
  * child_work 5 x 3000 bytes and end without exit handlers: with _exit(3),
  * with _Exit(4), with quick_exit whose at_quick_exit handler calls
  * _exit(7), and from a SIGUSR1 handler with
- * _exit(6) on a thread that was allocating; a vfork child that ends with _exit(5) at once; then the
- * program itself ends with _exit(0). Prints "exit PID status N" for the
- * fork children, "vfork PID status N" for the vfork child.
+ * _exit(6) on a thread that was allocating; a fifth that allocates nothing
+ * and ends with _exit(8); a vfork child that ends with _exit(5) at once;
+ * then the program itself ends with _exit(0). Prints "exit PID status N"
+ * for the fork children, "vfork PID status N" for the vfork child.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -76,10 +79,12 @@ static void report(const char *what, pid_t pid)
 
 static int immediate_exits(void)
 {
-  for (int kind = 0; kind < 4; kind++) {
+  for (int kind = 0; kind < 5; kind++) {
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
+      if (kind == 4)
+        _exit(8);
       child_work();
       if (kind == 0)
         _exit(3);
@@ -138,6 +143,12 @@ int main(int argc, char **argv)
     printf("child %d\n", (int)pid);
     waitpid(pid, NULL, 0);
   }
+  fflush(stdout);
+  pid_t idle = fork();
+  if (idle == 0)
+    exit(0);
+  printf("idle %d\n", (int)idle);
+  waitpid(idle, NULL, 0);
   atomic_store(&stop, 1);
   for (int i = 0; i < 2; i++)
     pthread_join(t[i], NULL);
