@@ -60,8 +60,10 @@ static void help(FILE *f)
              "  -h, --help         show this help\n"
              "\n"
              "Processes PROGRAM starts (fork, exec) are profiled too, each into\n"
-             "<profile>.<pid>; the ones written during the run are listed after the\n"
-             "report, largest first (CULPERT_NO_CHILDREN=1 leaves exec'd programs out).\n"
+             "<profile>.<pid> unless it sampled nothing; the ones written during the\n"
+             "run are listed after the report, largest first (CULPERT_NO_CHILDREN=1\n"
+             "leaves exec'd programs out). They all run with CULPERT_QUIET=1 unless\n"
+             "it is set: culpert itself names PROGRAM's file when it has exited.\n"
              "A process that execs another program writes what it sampled until then\n"
              "to <profile>[.<pid>].exec<N> first; the last program keeps the name.\n"
              "\n"
@@ -472,7 +474,7 @@ static void child(const struct run_opts *o, const char *lib, int fd)
   if (bad_path != 0 || setenv("LD_PRELOAD", preload, 1) || setenv("CULPERT_OUTPUT", env_out, 1) ||
       (o->rate && setenv("CULPERT_SAMPLE_RATE", o->rate, 1)) ||
       (o->stack && setenv("CULPERT_STACK", o->stack, 1)) || unsetenv("CULPERT_ROOT_PID") ||
-      setenv("CULPERT_WRITE_ON_SIGNAL", "1", 0)) {
+      setenv("CULPERT_WRITE_ON_SIGNAL", "1", 0) || setenv("CULPERT_QUIET", "1", 0)) {
     err = errno ? errno : ENAMETOOLONG;
   } else {
     for (size_t i = 0; i < N_FORWARDED; i++) /* caught ones go back to the default */
@@ -566,6 +568,11 @@ int culpert__cmd_run(int argc, char **argv)
     return CULPERT_EXIT_ERROR;
   }
   bool existed = o.output && stat(out, &before) == 0;
+  /* PROGRAM and every process it starts run with CULPERT_QUIET=1 (unless
+   * the caller set it): a shell script's commands would each print a line
+   * into PROGRAM's output. culpert says once, at the end, what was
+   * written. */
+  bool quiet = getenv("CULPERT_QUIET") != NULL;
 
   if (pipe2(pipefd, O_CLOEXEC)) {
     culpert__error("cannot create a pipe: %s", strerror(errno));
@@ -699,8 +706,17 @@ int culpert__cmd_run(int argc, char **argv)
     }
     goto out;
   }
-  /* libculpert itself says where it wrote the profile (unless
-   * CULPERT_QUIET), so nothing more on stderr here. */
+  if (!quiet) {
+    int64_t n = own_samples(out);
+    if (n >= 0)
+      fprintf(stderr, "culpert: wrote profile to %s (%" PRId64 " sample%s)\n", out, n,
+              n == 1 ? "" : "s");
+    if (o.no_report && others > 0) {
+      fprintf(stderr, "culpert: other processes of this run wrote profiles of their own (%ld):\n",
+              others);
+      print_others(stderr, other, (size_t)others);
+    }
+  }
   if (!o.no_report) {
     char *rargv[] = {"report", out, NULL};
     int r = culpert__cmd_report(2, rargv);

@@ -152,6 +152,25 @@ sed -n 4p list | grep -qx "  run_workload (pid $execd)  *1\.27 MB  350 samples  
 "$culpert" report "$tmp/k.pb.gz.$forked" >rep 2>&1 || fail "report of the fork child's profile: $(cat rep)"
 has rep "handle_batch                                   1.76 MB   69.23%  (self 200.00 KB)" || fail "the fork child's profile: $(cat rep)"
 
+# 7a. Without CULPERT_QUIET in culpert's environment, PROGRAM and the
+#     processes it starts still run quiet (each would print a line into
+#     PROGRAM's output); culpert says once what was written, and with
+#     --no-report lists the others there.
+env -u CULPERT_QUIET "$culpert" run --rate 0 -o "$tmp/m.pb.gz" -- "$workload" children "$tmp/pids2" >out 2>err
+rc=$?
+[ $rc -eq 0 ] || fail "loud children run exited $rc: $(cat err)"
+[ "$(grep -c 'wrote profile' err)" -eq 1 ] || fail "want one line about the profiles written: $(cat err)"
+grep -qx "culpert: wrote profile to $tmp/m\.pb\.gz ([0-9]* samples)" err || fail "the line for PROGRAM's profile: $(cat err)"
+env -u CULPERT_QUIET "$culpert" run --rate 0 --no-report -o "$tmp/n.pb.gz" -- "$workload" children "$tmp/pids3" >out 2>err
+rc=$?
+[ $rc -eq 0 ] || fail "--no-report children run exited $rc: $(cat err)"
+read -r forked3 execd3 <"$tmp/pids3" || fail "no pids from the --no-report children run"
+grep -qx "culpert: wrote profile to $tmp/n\.pb\.gz ([0-9]* samples)" err || fail "--no-report: the line for PROGRAM's profile: $(cat err)"
+has err "culpert: other processes of this run wrote profiles of their own (2):" || fail "--no-report: no list of the others: $(cat err)"
+grep -q "^  run_workload (pid $forked3) .* $tmp/n\.pb\.gz\.$forked3\$" err || fail "--no-report: the fork child's row: $(cat err)"
+grep -q "^  run_workload (pid $execd3) .* $tmp/n\.pb\.gz\.$execd3\$" err || fail "--no-report: the exec'd child's row: $(cat err)"
+[ -s out ] && fail "--no-report printed on stdout: $(cat out)"
+
 # 7b. PROGRAM execs another program (here a copy of itself): the report is
 #     the last image's, and the image before the exec, written to
 #     <profile>.exec1, is listed with the others. When the program it
