@@ -455,10 +455,19 @@ static int maps_line_path(const char *line, uintptr_t at, char *out, size_t len)
 
 int culpert__main_exe_path(char *out, size_t len)
 {
-  /* The file mapped where the executable's program headers are (what the
-   * loader put in AT_PHDR): /proc/self/exe is the dynamic loader itself
-   * when it was run as a command, `ld.so ./prog`. Read with open and read
-   * alone (no stdio), as the signal-time writer needs. */
+  /* /proc/self/exe, in one system call, unless the dynamic loader was run
+   * as a command (`ld.so ./prog`): /proc/self/exe is the loader then, and
+   * the kernel, which started no interpreter, left AT_BASE at 0. */
+  if (getauxval(AT_BASE) != 0 && len > 1) {
+    ssize_t n = readlink("/proc/self/exe", out, len - 1);
+    if (n > 0 && (size_t)n < len - 1) { /* else perhaps cut short */
+      out[n] = '\0';
+      return 0;
+    }
+  }
+  /* Else the file mapped where the executable's program headers are (what
+   * the loader put in AT_PHDR), from /proc/self/maps, read with open and
+   * read alone (no stdio), as the signal-time writer needs. */
   uintptr_t at = (uintptr_t)getauxval(AT_PHDR);
   int fd = at != 0 ? open("/proc/self/maps", O_RDONLY | O_CLOEXEC) : -1;
   int found = 0;
