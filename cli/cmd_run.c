@@ -568,10 +568,11 @@ int culpert__cmd_run(int argc, char **argv)
     return CULPERT_EXIT_ERROR;
   }
   bool existed = o.output && stat(out, &before) == 0;
-  /* PROGRAM and every process it starts run with CULPERT_QUIET=1 (unless
-   * the caller set it): a shell script's commands would each print a line
-   * into PROGRAM's output. culpert says once, at the end, what was
-   * written. */
+  /* PROGRAM and every process it starts run with CULPERT_QUIET=1: a shell
+   * script's commands would each print a line into PROGRAM's output.
+   * culpert says once, at the end, what was written. A CULPERT_QUIET the
+   * caller set passes through, and culpert then says nothing itself (at
+   * 0, libculpert names every file). */
   bool quiet = getenv("CULPERT_QUIET") != NULL;
 
   if (pipe2(pipefd, O_CLOEXEC)) {

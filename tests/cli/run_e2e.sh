@@ -170,6 +170,13 @@ has err "culpert: other processes of this run wrote profiles of their own (2):" 
 grep -q "^  run_workload (pid $forked3) .* $tmp/n\.pb\.gz\.$forked3\$" err || fail "--no-report: the fork child's row: $(cat err)"
 grep -q "^  run_workload (pid $execd3) .* $tmp/n\.pb\.gz\.$execd3\$" err || fail "--no-report: the exec'd child's row: $(cat err)"
 [ -s out ] && fail "--no-report printed on stdout: $(cat out)"
+# CULPERT_QUIET=0 from the caller passes through: libculpert names each
+# of the three files, and culpert adds no line of its own.
+CULPERT_QUIET=0 "$culpert" run --rate 0 --no-report -o "$tmp/l.pb.gz" -- "$workload" children "$tmp/pids4" >out 2>err
+rc=$?
+[ $rc -eq 0 ] || fail "CULPERT_QUIET=0 children run exited $rc: $(cat err)"
+[ "$(grep -c '^culpert: wrote profile to ' err)" -eq 3 ] || fail "CULPERT_QUIET=0: want libculpert's three lines: $(cat err)"
+has err "other processes of this run" && fail "CULPERT_QUIET=0: culpert listed the others too: $(cat err)"
 
 # 7b. PROGRAM execs another program (here a copy of itself): the report is
 #     the last image's, and the image before the exec, written to
