@@ -440,16 +440,11 @@ static int program_argv(const struct bench *b, const struct cell *cl, char *size
            strcmp(size, "0") == 0 ? "bytesize.c" : "demangle.c");
   snprintf(inc, sizeof inc, "-I%s/src", CULPERT_BENCH_SOURCE_DIR);
   switch (cl->program) {
-  case PROG_PYTHON:
-    argv[n++] = (char *)cell_command(b, cl);
-    argv[n++] = "-c";
-    argv[n++] = (char *)python_script;
-    argv[n++] = size;
-    break;
+  case PROG_PYTHON: /* the interpreter, its option for a script, the script, N */
   case PROG_PERL:
     argv[n++] = (char *)cell_command(b, cl);
-    argv[n++] = "-e";
-    argv[n++] = (char *)perl_script;
+    argv[n++] = cl->program == PROG_PYTHON ? "-c" : "-e";
+    argv[n++] = (char *)(cl->program == PROG_PYTHON ? python_script : perl_script);
     argv[n++] = size;
     break;
   case PROG_CC:
@@ -597,6 +592,25 @@ static void print_ratio_table(struct bench *b, int wall, int first, int last)
 
 /* Baseline times, and how hard each workload drives the allocator: the
  * sampling overhead of a collector grows with bytes allocated per second. */
+/* Median CPU and wall seconds of cell c without a profiler: med[0] under
+ * glibc, med[1] under jemalloc; NAN where that baseline did not run. */
+static void base_medians(const struct bench *b, int c, double med[2][2])
+{
+  const int bases[2] = {CFG_GLIBC, CFG_JEMALLOC};
+  for (int j = 0; j < 2; j++) {
+    double cpu[MAX_REPS], wall[MAX_REPS];
+    med[j][0] = med[j][1] = NAN;
+    if (!b->have[bases[j]] || !b->have_cell[c])
+      continue;
+    for (int i = 0; i < b->opt.reps; i++) {
+      cpu[i] = b->m[c][bases[j]][i].cpu;
+      wall[i] = b->m[c][bases[j]][i].wall;
+    }
+    med[j][0] = summarize(cpu, b->opt.reps).median;
+    med[j][1] = summarize(wall, b->opt.reps).median;
+  }
+}
+
 static void print_baselines(struct bench *b)
 {
   FILE *o = b->out;
@@ -604,19 +618,8 @@ static void print_baselines(struct bench *b)
              "samples expected at 512K | glibc CPU s | glibc wall s | jemalloc CPU s | "
              "jemalloc wall s |\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (int c = 0; c < NWORK; c++) {
-    double med[2][2] = {{NAN, NAN}, {NAN, NAN}};
-    int bases[2] = {CFG_GLIBC, CFG_JEMALLOC};
-    for (int j = 0; j < 2; j++) {
-      double cpu[MAX_REPS], wall[MAX_REPS];
-      if (!b->have[bases[j]])
-        continue;
-      for (int i = 0; i < b->opt.reps; i++) {
-        cpu[i] = b->m[c][bases[j]][i].cpu;
-        wall[i] = b->m[c][bases[j]][i].wall;
-      }
-      med[j][0] = summarize(cpu, b->opt.reps).median;
-      med[j][1] = summarize(wall, b->opt.reps).median;
-    }
+    double med[2][2];
+    base_medians(b, c, med);
     double gb = (double)cells[c].bytes / 1e9;
     fprintf(o, "| %s | %u | %llu | %.2f | %.1f | %.0f |", cells[c].mode, cells[c].threads,
             (unsigned long long)(cells[c].ops * b->opt.scale), gb, gb / med[0][0],
@@ -639,31 +642,19 @@ static void print_program_baselines(struct bench *b)
   fprintf(o, "| program | command | size argument | glibc CPU s | glibc wall s | "
              "jemalloc CPU s |\n|---|---|---|---|---|---|\n");
   for (int c = NWORK; c < NCELL; c++) {
-    double med[2] = {NAN, NAN}, wall = NAN;
-    int bases[2] = {CFG_GLIBC, CFG_JEMALLOC};
-    for (int j = 0; j < 2 && b->have_cell[c]; j++) {
-      double cpu[MAX_REPS], w[MAX_REPS];
-      if (!b->have[bases[j]])
-        continue;
-      for (int i = 0; i < b->opt.reps; i++) {
-        cpu[i] = b->m[c][bases[j]][i].cpu;
-        w[i] = b->m[c][bases[j]][i].wall;
-      }
-      med[j] = summarize(cpu, b->opt.reps).median;
-      if (j == 0)
-        wall = summarize(w, b->opt.reps).median;
-    }
+    double med[2][2];
+    base_medians(b, c, med);
     fprintf(o, "| %s | %s | %llu |", cells[c].title, cell_command(b, &cells[c]),
             (unsigned long long)cell_ops(b, &cells[c]));
     if (!b->have_cell[c]) {
       fprintf(o, " not installed | | |\n");
       continue;
     }
-    fprintf(o, " %.3f | %.3f |", med[0], wall);
-    if (isnan(med[1]))
+    fprintf(o, " %.3f | %.3f |", med[0][0], med[0][1]);
+    if (isnan(med[1][0]))
       fprintf(o, " n/a |\n");
     else
-      fprintf(o, " %.3f |\n", med[1]);
+      fprintf(o, " %.3f |\n", med[1][0]);
   }
   fprintf(o, "\n");
 }
