@@ -64,6 +64,9 @@ static void help(FILE *f)
              "run are listed after the report, largest first (CULPERT_NO_CHILDREN=1\n"
              "leaves exec'd programs out). They all run with CULPERT_QUIET=1 unless\n"
              "it is set: culpert itself names PROGRAM's file when it has exited.\n"
+             "When PROGRAM's own profile holds no samples, or under 1%% of the bytes\n"
+             "the run allocated (a shell, a compiler driver), the report covers all\n"
+             "the processes, merged.\n"
              "A process that execs another program writes what it sampled until then\n"
              "to <profile>[.<pid>].exec<N> first; the last program keeps the name.\n"
              "\n"
@@ -298,15 +301,17 @@ static void others_free(struct other *v, size_t n)
 }
 
 /* The samples in PROGRAM's own profile `path`, or -1 when it cannot be
- * read (the report then says why). */
-static int64_t own_samples(const char *path)
+ * read (the report then says why); *bytes gets its allocated bytes. */
+static int64_t own_samples(const char *path, int64_t *bytes)
 {
   struct culpert__load_opts lo = {.stacks = CULPERT_STACKS_NONE};
   struct culpert__profile *p;
   char err[512];
+  *bytes = 0;
   if (culpert__profile_load_with(path, &lo, &p, err, sizeof err) != 0)
     return -1;
   int64_t n = p->total_samples;
+  *bytes = p->total_bytes;
   culpert__profile_free(p);
   return n;
 }
@@ -327,6 +332,16 @@ static bool any_samples(const struct other *v, long n)
     if (v[i].problem == NULL && v[i].samples > 0)
       return true;
   return false;
+}
+
+/* The bytes the readable profiles of v allocated, together. */
+static int64_t others_bytes(const struct other *v, long n)
+{
+  int64_t sum = 0;
+  for (long i = 0; i < n; i++)
+    if (v[i].problem == NULL)
+      sum += v[i].bytes;
+  return sum;
 }
 
 /*
@@ -644,16 +659,38 @@ int culpert__cmd_run(int argc, char **argv)
                                             after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
                                             after.st_mtim.tv_nsec != before.st_mtim.tv_nsec);
   others = find_others(out, (long)pid, &since, &other);
-  /* A shell script, say: the shell's own profile is empty, the programs it
-   * started allocated. */
-  bool empty = written && others > 0 && own_samples(out) == 0 && any_samples(other, others);
-  if ((!written || empty) && others > 0) {
+  /* A shell script or a compiler driver, say: PROGRAM hands the work on,
+   * and its own profile holds nothing, or next to nothing (under 1% of
+   * what the run's processes allocated, however many samples the rate
+   * made of its few allocations). The report then covers the others. */
+  int64_t own_bytes = 0;
+  int64_t own_n = written ? own_samples(out, &own_bytes) : -1;
+  bool handed_on = written && others > 0 && any_samples(other, others);
+  bool empty = handed_on && own_n == 0;
+  int64_t run_bytes = own_bytes + (others > 0 ? others_bytes(other, others) : 0);
+  bool minor = handed_on && own_n > 0 && own_bytes < run_bytes / 100;
+  if ((!written || empty || minor) && others > 0) {
     /* Or a program killed by SIGKILL: the report covers what the
      * processes it started wrote (the readable ones), merged. */
     /* When PROGRAM exec'd another program, the file is that one's. */
     bool execd = execd_away(other, others, (long)pid);
     const char *plural = others == 1 ? "" : "es";
-    if (empty && execd)
+    char held[CULPERT_FMT_MAX], all[CULPERT_FMT_MAX];
+    culpert__fmt_bytes(held, own_bytes);
+    culpert__fmt_bytes(all, run_bytes);
+    if (minor && execd)
+      fprintf(stderr,
+              "culpert: note: the program %s exec'd wrote %s, which holds %s, under 1%% of the "
+              "%s this run allocated; %ld other process%s wrote the rest, and the report "
+              "covers them all:\n",
+              o.argv[0], out, held, all, others, plural);
+    else if (minor)
+      fprintf(stderr,
+              "culpert: note: %s's own profile (%s) holds %s, under 1%% of the %s this run "
+              "allocated; %ld other process%s wrote the rest, and the report covers them "
+              "all:\n",
+              o.argv[0], out, held, all, others, plural);
+    else if (empty && execd)
       fprintf(stderr,
               "culpert: note: the program %s exec'd wrote %s, which holds no samples, but %ld "
               "other process%s of the run wrote %s:\n",
@@ -677,13 +714,15 @@ int culpert__cmd_run(int argc, char **argv)
     status = prog_status;
     if (!o.no_report) {
       fflush(stderr);
-      char **rargv = calloc((size_t)others + 2, sizeof *rargv);
+      char **rargv = calloc((size_t)others + 3, sizeof *rargv);
       if (!rargv) {
         culpert__error("out of memory");
         goto out;
       }
       int n = 0;
       rargv[n++] = "report";
+      if (minor)
+        rargv[n++] = out;
       for (long i = 0; i < others; i++)
         if (other[i].problem == NULL)
           rargv[n++] = other[i].path;
@@ -708,7 +747,7 @@ int culpert__cmd_run(int argc, char **argv)
     goto out;
   }
   if (!quiet) {
-    int64_t n = own_samples(out);
+    int64_t n = own_n;
     if (n >= 0)
       fprintf(stderr, "culpert: wrote profile to %s (%" PRId64 " sample%s)\n", out, n,
               n == 1 ? "" : "s");

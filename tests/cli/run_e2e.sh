@@ -178,6 +178,19 @@ rc=$?
 [ "$(grep -c '^culpert: wrote profile to ' err)" -eq 3 ] || fail "CULPERT_QUIET=0: want libculpert's three lines: $(cat err)"
 has err "other processes of this run" && fail "CULPERT_QUIET=0: culpert listed the others too: $(cat err)"
 
+# 7c. A launcher: PROGRAM's own profile holds under 1% of what the run
+#     allocated, so the report covers all the processes, merged, after a
+#     note that says so (a compiler driver at a low rate, a shell).
+"$culpert" run --rate 0 -o "$tmp/h.pb.gz" -- "$workload" launcher >out 2>err
+rc=$?
+[ $rc -eq 0 ] || fail "launcher run exited $rc: $(cat err)"
+grep -q "^culpert: note: $workload's own profile ($tmp/h\.pb\.gz) holds [0-9.]* [KB]*, under 1% of the 1\.2[0-9] MB this run allocated; 1 other process wrote the rest, and the report covers them all:\$" err ||
+  fail "launcher note: $(cat err)"
+grep -qx "  run_workload (pid [0-9]*)  1\.27 MB  350 samples  $tmp/h\.pb\.gz\.[0-9]*" err || fail "launcher row: $(cat err)"
+has out "sample rate every allocation, 2 profiles merged):" || fail "launcher report not merged: $(head -1 out)"
+grep -q '^launch  ' out || fail "launcher report: PROGRAM's own span missing: $(cat out)"
+grep -q '^handle_batch  *900\.00 KB ' out || fail "launcher report: the child's spans missing: $(cat out)"
+
 # 7b. PROGRAM execs another program (here a copy of itself): the report is
 #     the last image's, and the image before the exec, written to
 #     <profile>.exec1, is listed with the others. When the program it

@@ -18,6 +18,10 @@
  *                           itself that runs all three spans
  *   run_workload reexec-true
  *                           runs handle_batch alone, then execs true
+ *   run_workload launcher   allocates 10 x 100 bytes itself (span
+ *                           "launch"), then a fork child runs the spans,
+ *                           and the program exits normally: its own
+ *                           profile holds under 1% of the run's bytes
  *   run_workload orphan [raw]
  *                           a fork child runs the spans; the program itself
  *                           allocates nothing and ends with _exit (its
@@ -110,6 +114,19 @@ int main(int argc, char **argv)
     else
       execlp("true", "true", (char *)NULL);
     return 3;
+  }
+  if (argc > 1 && strcmp(argv[1], "launcher") == 0) {
+    culpert_span_enter("launch");
+    churn(10, 100);
+    culpert_span_exit();
+    pid_t pid = fork();
+    if (pid == 0) {
+      handle_batch();
+      flush_output();
+      exit(0);
+    }
+    int st;
+    return pid < 0 || waitpid(pid, &st, 0) < 0 || st != 0 ? 3 : 0;
   }
   if (argc > 1 && strcmp(argv[1], "orphan") == 0) {
     pid_t pid = fork();
