@@ -66,7 +66,9 @@ static void help(FILE *f)
              "it is set: culpert itself names PROGRAM's file when it has exited.\n"
              "When PROGRAM's own profile holds no samples, or under 1%% of the bytes\n"
              "the run allocated (a shell, a compiler driver), the report covers all\n"
-             "the processes, merged.\n"
+             "the processes, merged. A run whose profiles hold no span (a program\n"
+             "run unmodified) is followed by its callsites, as 'culpert report\n"
+             "--no-span' shows them.\n"
              "A process that execs another program writes what it sampled until then\n"
              "to <profile>[.<pid>].exec<N> first; the last program keeps the name.\n"
              "\n"
@@ -332,6 +334,58 @@ static bool any_samples(const struct other *v, long n)
     if (v[i].problem == NULL && v[i].samples > 0)
       return true;
   return false;
+}
+
+/* Whether any sample of the profiles `files` lies in a span, and whether
+ * they hold any sample at all. An unreadable file counts as neither: the
+ * report says why. */
+static void span_use(char *const *files, int n, bool *spans, bool *samples)
+{
+  *spans = *samples = false;
+  for (int i = 0; i < n && !*spans; i++) {
+    struct culpert__load_opts lo = {.stacks = CULPERT_STACKS_NONE};
+    struct culpert__profile *p;
+    char err[512];
+    if (culpert__profile_load_with(files[i], &lo, &p, err, sizeof err) != 0)
+      continue;
+    *samples |= p->total_samples > 0;
+    for (size_t k = 0; k < p->nsamples && !*spans; k++)
+      *spans = p->samples[k].span_name != NULL;
+    culpert__profile_free(p);
+  }
+}
+
+/* The report of the run: the span tree of `files` (PROGRAM's profile, or
+ * the processes' merged). A program that opens no span (one run
+ * unmodified) has a tree of one line, "(no span)": the places that
+ * allocated, by callsite, follow it. Returns the report's status. */
+static int report_run(char **files, int n)
+{
+  char **tree = calloc((size_t)n + 1, sizeof *tree);
+  char **sites = calloc((size_t)n + 2, sizeof *sites);
+  int r = CULPERT_EXIT_ERROR;
+  if (tree == NULL || sites == NULL) {
+    culpert__error("out of memory");
+    goto out;
+  }
+  tree[0] = sites[0] = "report";
+  sites[1] = "--no-span";
+  for (int i = 0; i < n; i++)
+    tree[i + 1] = sites[i + 2] = files[i];
+  r = culpert__cmd_report(n + 1, tree);
+  bool spans, samples;
+  span_use(files, n, &spans, &samples);
+  if (r == CULPERT_EXIT_OK && !spans && samples) {
+    printf("\nNo span in this run (the program never calls culpert_span_enter): where its "
+           "bytes were\nallocated, by callsite ('culpert report --no-span' shows this "
+           "view):\n\n");
+    fflush(stdout);
+    r = culpert__cmd_report(n + 2, sites);
+  }
+out:
+  free(tree);
+  free(sites);
+  return r;
 }
 
 /* The bytes the readable profiles of v allocated, together. */
@@ -720,13 +774,12 @@ int culpert__cmd_run(int argc, char **argv)
         goto out;
       }
       int n = 0;
-      rargv[n++] = "report";
       if (minor)
         rargv[n++] = out;
       for (long i = 0; i < others; i++)
         if (other[i].problem == NULL)
           rargv[n++] = other[i].path;
-      int r = n > 1 ? culpert__cmd_report(n, rargv) : CULPERT_EXIT_OK;
+      int r = n > 0 ? report_run(rargv, n) : CULPERT_EXIT_OK;
       free(rargv);
       if (r != CULPERT_EXIT_OK && prog_status == 0)
         status = r;
@@ -758,8 +811,8 @@ int culpert__cmd_run(int argc, char **argv)
     }
   }
   if (!o.no_report) {
-    char *rargv[] = {"report", out, NULL};
-    int r = culpert__cmd_report(2, rargv);
+    char *files[] = {out};
+    int r = report_run(files, 1);
     if (r != CULPERT_EXIT_OK && prog_status == 0) {
       status = r;
       goto out;

@@ -35,6 +35,17 @@ has out "Hierarchical span report (350 samples, sample rate every allocation):" 
 has out "handle_batch                                 900.00 KB   69.23%  (self 100.00 KB)" || fail "handle_batch line: $(cat out)"
 has out "└─ decode_frame                              800.00 KB   61.54%  (self 800.00 KB)" || fail "decode_frame line: $(cat out)"
 has out "flush_output                                 400.00 KB   30.77%  (self 400.00 KB)" || fail "flush_output line: $(cat out)"
+has out "No span in this run" && fail "a run with spans got the callsite view too: $(cat out)"
+
+# 1b. A program that opens no span: the tree is one line, so the callsites
+#     that allocated follow it.
+"$culpert" run --rate 0 -o "$tmp/p.pb.gz" -- "$workload" plain >out 2>err
+rc=$?
+[ $rc -eq 0 ] || fail "plain run exited $rc: $(cat err)"
+grep -q '^(no span)  *100\.00 KB  100\.00%  (self 100\.00 KB)$' out || fail "plain run: tree: $(cat out)"
+has out "No span in this run (the program never calls culpert_span_enter): where its bytes were" || fail "plain run: no line before the callsites: $(cat out)"
+has out "Top callsites in unattributed samples — outside any span (sample rate every allocation):" || fail "plain run: no callsite view: $(cat out)"
+grep -Eq '^  churn .*run_workload\.c:[0-9]+\) +100 +100\.00 KB  100\.00%$' out || fail "plain run: the callsite row: $(cat out)"
 
 # 2. The program's exit status passes through, report still printed.
 "$culpert" run --rate 4K -o b.pb.gz -- "$workload" 7 >out 2>err

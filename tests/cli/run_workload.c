@@ -18,6 +18,7 @@
  *                           itself that runs all three spans
  *   run_workload reexec-true
  *                           runs handle_batch alone, then execs true
+ *   run_workload plain      100 x 1 KiB outside every span, nothing else
  *   run_workload launcher   allocates 10 x 100 bytes itself (span
  *                           "launch"), then a fork child runs the spans,
  *                           and the program exits normally: its own
@@ -114,6 +115,10 @@ int main(int argc, char **argv)
     else
       execlp("true", "true", (char *)NULL);
     return 3;
+  }
+  if (argc > 1 && strcmp(argv[1], "plain") == 0) {
+    churn(100, 1024);
+    return 0;
   }
   if (argc > 1 && strcmp(argv[1], "launcher") == 0) {
     culpert_span_enter("launch");
