@@ -226,6 +226,24 @@ static int output_path(const char *opt_o, const char *program, pid_t pid, char *
   return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* 0 when the directory the profile goes to (`path`'s, absolute; copied to
+ * dir) exists and may be written; else -errno, before PROGRAM runs for
+ * nothing. */
+static int output_dir_ok(const char *path, char dir[PATH_MAX])
+{
+  snprintf(dir, PATH_MAX, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash == NULL)
+    return 0;
+  *(slash == dir ? slash + 1 : slash) = '\0';
+  struct stat st;
+  if (stat(dir, &st) != 0)
+    return -errno;
+  if (!S_ISDIR(st.st_mode))
+    return -ENOTDIR;
+  return access(dir, W_OK | X_OK) == 0 ? 0 : -errno;
+}
+
 /* ---------------------------------------------------------------- other processes */
 
 /* A profile another process of the run wrote: <profile>.<pid>, or, for
@@ -637,6 +655,15 @@ int culpert__cmd_run(int argc, char **argv)
     return CULPERT_EXIT_ERROR;
   }
   bool existed = o.output && stat(out, &before) == 0;
+  /* The profile's directory (PROGRAM's pid does not change it). */
+  char probe[PATH_MAX], dir[PATH_MAX] = "";
+  int bad = output_path(o.output, o.argv[0], 0, probe, sizeof probe);
+  if (bad == 0)
+    bad = output_dir_ok(probe, dir);
+  if (bad != 0) {
+    culpert__error("cannot write a profile in %s: %s", dir[0] ? dir : probe, strerror(-bad));
+    return CULPERT_EXIT_ERROR;
+  }
   /* PROGRAM and every process it starts run with CULPERT_QUIET=1: a shell
    * script's commands would each print a line into PROGRAM's output.
    * culpert says once, at the end, what was written. A CULPERT_QUIET the

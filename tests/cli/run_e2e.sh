@@ -136,6 +136,13 @@ rc=$?
 [ $rc -eq 143 ] || fail "SIGTERM after USR2: culpert exited $rc, want 143: $(cat err)"
 has out "handle_batch" || fail "SIGTERM after USR2: no report: $(cat out)"
 
+# 5b. A profile directory that does not exist: exit 2 before PROGRAM runs.
+"$culpert" run -o "$tmp/nodir/x.pb.gz" -- "$workload" env >out 2>err
+rc=$?
+[ $rc -eq 2 ] || fail "missing profile directory: exit $rc, want 2"
+has err "culpert: error: cannot write a profile in $tmp/nodir: No such file or directory" || fail "missing profile directory: message: $(cat err)"
+[ -s out ] && fail "missing profile directory: PROGRAM ran anyway: $(cat out)"
+
 # 6. A static binary writes no profile although it succeeds: exit 2.
 "$culpert" run -o e.pb.gz -- "$static" >out 2>err
 rc=$?
