@@ -655,10 +655,13 @@ int culpert__cmd_run(int argc, char **argv)
     return CULPERT_EXIT_ERROR;
   }
   bool existed = o.output && stat(out, &before) == 0;
-  /* The profile's directory (PROGRAM's pid does not change it). */
+  /* The profile's directory, unless PROGRAM's pid is part of its name (a
+   * directory PROGRAM may create itself). */
   char probe[PATH_MAX], dir[PATH_MAX] = "";
+  const char *last_slash = o.output ? strrchr(o.output, '/') : NULL;
+  bool pid_in_dir = last_slash && memmem(o.output, (size_t)(last_slash - o.output), "%p", 2);
   int bad = output_path(o.output, o.argv[0], 0, probe, sizeof probe);
-  if (bad == 0)
+  if (bad == 0 && !pid_in_dir)
     bad = output_dir_ok(probe, dir);
   if (bad != 0) {
     culpert__error("cannot write a profile in %s: %s", dir[0] ? dir : probe, strerror(-bad));
