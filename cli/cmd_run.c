@@ -798,7 +798,7 @@ int culpert__cmd_run(int argc, char **argv)
     status = prog_status;
     if (!o.no_report) {
       fflush(stderr);
-      char **rargv = calloc((size_t)others + 3, sizeof *rargv);
+      char **rargv = calloc((size_t)others + 1, sizeof *rargv); /* own, others */
       if (!rargv) {
         culpert__error("out of memory");
         goto out;
@@ -830,10 +830,9 @@ int culpert__cmd_run(int argc, char **argv)
     goto out;
   }
   if (!quiet) {
-    int64_t n = own_n;
-    if (n >= 0)
-      fprintf(stderr, "culpert: wrote profile to %s (%" PRId64 " sample%s)\n", out, n,
-              n == 1 ? "" : "s");
+    if (own_n >= 0)
+      fprintf(stderr, "culpert: wrote profile to %s (%" PRId64 " sample%s)\n", out, own_n,
+              own_n == 1 ? "" : "s");
     if (o.no_report && others > 0) {
       fprintf(stderr, "culpert: other processes of this run wrote profiles of their own (%ld):\n",
               others);
