@@ -71,6 +71,19 @@ static void flush_output(void)
   churn(50, 8192);
 }
 
+/* A fork child runs the spans and exits; 0 once it has, else 3. */
+static int spans_in_child(void)
+{
+  pid_t pid = fork();
+  if (pid == 0) {
+    handle_batch();
+    flush_output();
+    exit(0);
+  }
+  int st;
+  return pid < 0 || waitpid(pid, &st, 0) < 0 || st != 0 ? 3 : 0;
+}
+
 int main(int argc, char **argv)
 {
   if (argc > 1 && strcmp(argv[1], "env") == 0) {
@@ -124,24 +137,10 @@ int main(int argc, char **argv)
     culpert_span_enter("launch");
     churn(10, 100);
     culpert_span_exit();
-    pid_t pid = fork();
-    if (pid == 0) {
-      handle_batch();
-      flush_output();
-      exit(0);
-    }
-    int st;
-    return pid < 0 || waitpid(pid, &st, 0) < 0 || st != 0 ? 3 : 0;
+    return spans_in_child();
   }
   if (argc > 1 && strcmp(argv[1], "orphan") == 0) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      handle_batch();
-      flush_output();
-      exit(0);
-    }
-    int st;
-    if (pid < 0 || waitpid(pid, &st, 0) < 0 || st != 0)
+    if (spans_in_child() != 0)
       return 3;
     if (argc > 2 && strcmp(argv[2], "raw") == 0)
       syscall(SYS_exit_group, 0);
