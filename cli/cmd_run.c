@@ -16,6 +16,7 @@
  * no process of the run wrote a profile although PROGRAM succeeded.
  */
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -224,6 +225,52 @@ static int output_path(const char *opt_o, const char *program, pid_t pid, char *
     n = snprintf(out, len, "%s/%s", cwd, name);
   }
   return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* The file execvp would run for `prog`: `prog` itself when it holds a
+ * '/', else the first executable regular file of that name on PATH. */
+static bool program_file(const char *prog, char out[PATH_MAX])
+{
+  if (strchr(prog, '/') != NULL)
+    return snprintf(out, PATH_MAX, "%s", prog) < PATH_MAX;
+  const char *path = getenv("PATH");
+  for (const char *p = path ? path : "/usr/bin:/bin"; *p != '\0';) {
+    size_t n = strcspn(p, ":");
+    struct stat st;
+    int m = snprintf(out, PATH_MAX, "%.*s%s%s", (int)n, p, n ? "/" : "", prog);
+    if (m > 0 && m < PATH_MAX && stat(out, &st) == 0 && S_ISREG(st.st_mode) &&
+        access(out, X_OK) == 0)
+      return true;
+    p += n + (p[n] == ':');
+  }
+  return false;
+}
+
+/* Whether `file` is a statically linked ELF executable: an ET_EXEC without
+ * a PT_INTERP, which the dynamic loader, the one reader of LD_PRELOAD,
+ * never runs for. Anything else (a script, a dynamic or position
+ * independent executable, the loader itself) is let through. */
+static bool statically_linked(const char *file)
+{
+  int fd = open(file, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  Elf64_Ehdr eh;
+  bool stat_exec = false;
+  if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
+      memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+      eh.e_type == ET_EXEC && eh.e_phentsize == sizeof(Elf64_Phdr)) {
+    stat_exec = true;
+    for (unsigned i = 0; i < eh.e_phnum && stat_exec; i++) {
+      Elf64_Phdr ph;
+      if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph)
+        stat_exec = false; /* unreadable: cannot tell */
+      else if (ph.p_type == PT_INTERP)
+        stat_exec = false;
+    }
+  }
+  close(fd);
+  return stat_exec;
 }
 
 /* 0 when the directory the profile goes to (`path`'s, absolute; copied to
@@ -655,6 +702,13 @@ int culpert__cmd_run(int argc, char **argv)
     return CULPERT_EXIT_ERROR;
   }
   bool existed = o.output && stat(out, &before) == 0;
+  char prog_file[PATH_MAX];
+  if (program_file(o.argv[0], prog_file) && statically_linked(prog_file)) {
+    culpert__error("%s is statically linked: libculpert, loaded by LD_PRELOAD, sees only "
+                   "dynamically linked programs",
+                   prog_file);
+    return CULPERT_EXIT_ERROR;
+  }
   /* The profile's directory, unless PROGRAM's pid is part of its name (a
    * directory PROGRAM may create itself). */
   char probe[PATH_MAX], dir[PATH_MAX] = "";
