@@ -28,7 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -271,6 +273,25 @@ static bool statically_linked(const char *file)
   }
   close(fd);
   return stat_exec;
+}
+
+/* Why the dynamic loader would run `file` in secure mode, where it skips
+ * an LD_PRELOAD entry that holds a '/': it is set-user-ID or set-group-ID
+ * to someone else, or carries file capabilities, on a file system that
+ * honours them. NULL when it would not. */
+static const char *secure_exec(const char *file)
+{
+  struct stat st;
+  struct statvfs vfs;
+  if (stat(file, &st) != 0 || (statvfs(file, &vfs) == 0 && (vfs.f_flag & ST_NOSUID)))
+    return NULL;
+  if ((st.st_mode & S_ISUID) && st.st_uid != getuid())
+    return "set-user-ID";
+  if ((st.st_mode & S_ISGID) && st.st_gid != getgid())
+    return "set-group-ID";
+  if (getxattr(file, "security.capability", NULL, 0) > 0)
+    return "given file capabilities";
+  return NULL;
 }
 
 /* 0 when the directory the profile goes to (`path`'s, absolute; copied to
@@ -707,6 +728,13 @@ int culpert__cmd_run(int argc, char **argv)
     culpert__error("%s is statically linked: libculpert, loaded by LD_PRELOAD, sees only "
                    "dynamically linked programs",
                    prog_file);
+    return CULPERT_EXIT_ERROR;
+  }
+  const char *secure = program_file(o.argv[0], prog_file) ? secure_exec(prog_file) : NULL;
+  if (secure != NULL) {
+    culpert__error("%s is %s: the dynamic loader ignores LD_PRELOAD for it, so libculpert "
+                   "would see nothing",
+                   prog_file, secure);
     return CULPERT_EXIT_ERROR;
   }
   /* The profile's directory, unless PROGRAM's pid is part of its name (a

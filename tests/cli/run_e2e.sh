@@ -150,6 +150,20 @@ rc=$?
 has err "culpert: error: $static is statically linked: libculpert, loaded by LD_PRELOAD, sees only dynamically linked programs" || fail "static binary message: $(cat err)"
 [ -s out ] && fail "static binary: it ran anyway: $(cat out)"
 
+# 6b. A set-user-ID PROGRAM: the loader ignores LD_PRELOAD for it, so exit
+#     2 before it runs. A copy owned by someone else takes root to make,
+#     and a file system mounted nosuid to be of no use.
+opts=$(findmnt -n -o OPTIONS -T "$tmp" 2>/dev/null) || opts=nosuid
+if [ "$(id -u)" -eq 0 ] && [ "${opts#*nosuid}" = "$opts" ] && cp "$workload" "$tmp/suid" &&
+  chown 65534 "$tmp/suid" && chmod 4755 "$tmp/suid"; then
+  "$culpert" run -o s.pb.gz -- "$tmp/suid" env >out 2>err
+  rc=$?
+  [ $rc -eq 2 ] || fail "set-user-ID program: exit $rc, want 2"
+  has err "culpert: error: $tmp/suid is set-user-ID: the dynamic loader ignores LD_PRELOAD for it, so libculpert would see nothing" ||
+    fail "set-user-ID program: message: $(cat err)"
+  [ -s out ] && fail "set-user-ID program: it ran anyway: $(cat out)"
+fi
+
 # 7. Processes PROGRAM starts write <profile>.<pid>: the ones this run
 #    wrote are listed after the report, largest first (the fork child ran
 #    the spans twice, the exec'd copy once); an older file of that name
