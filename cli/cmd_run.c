@@ -277,8 +277,8 @@ static bool statically_linked(const char *file)
 
 /* Why the dynamic loader would run `file` in secure mode, where it skips
  * an LD_PRELOAD entry that holds a '/': it is set-user-ID or set-group-ID
- * to someone else, or carries file capabilities, on a file system that
- * honours them. NULL when it would not. */
+ * to someone else, or carries file capabilities (for a user other than
+ * root), on a file system that honours them. NULL when it would not. */
 static const char *secure_exec(const char *file)
 {
   struct stat st;
@@ -289,7 +289,8 @@ static const char *secure_exec(const char *file)
     return "set-user-ID";
   if ((st.st_mode & S_ISGID) && st.st_gid != getgid())
     return "set-group-ID";
-  if (getxattr(file, "security.capability", NULL, 0) > 0)
+  /* Root holds every capability already: a file's give it none more. */
+  if (getuid() != 0 && getxattr(file, "security.capability", NULL, 0) > 0)
     return "given file capabilities";
   return NULL;
 }
