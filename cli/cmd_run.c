@@ -700,6 +700,44 @@ static int parse(int argc, char **argv, struct run_opts *o, char *rate_buf, size
   return 0;
 }
 
+/* What would leave the run without a profile, said before PROGRAM runs
+ * for nothing: a statically linked PROGRAM, one the loader runs in secure
+ * mode, a profile directory that is missing or read-only. -1 (the reason
+ * printed) or 0. */
+static int refuse_before_run(const struct run_opts *o)
+{
+  char prog_file[PATH_MAX];
+  const char *secure = NULL;
+  if (program_file(o->argv[0], prog_file)) {
+    if (statically_linked(prog_file)) {
+      culpert__error("%s is statically linked: libculpert, loaded by LD_PRELOAD, sees only "
+                     "dynamically linked programs",
+                     prog_file);
+      return -1;
+    }
+    secure = secure_exec(prog_file);
+  }
+  if (secure != NULL) {
+    culpert__error("%s is %s: the dynamic loader ignores LD_PRELOAD for it, so libculpert "
+                   "would see nothing",
+                   prog_file, secure);
+    return -1;
+  }
+  /* The profile's directory, unless PROGRAM's pid is part of its name (a
+   * directory PROGRAM may create itself). */
+  char probe[PATH_MAX], dir[PATH_MAX] = "";
+  const char *last_slash = o->output ? strrchr(o->output, '/') : NULL;
+  bool pid_in_dir = last_slash && memmem(o->output, (size_t)(last_slash - o->output), "%p", 2);
+  int bad = output_path(o->output, o->argv[0], 0, probe, sizeof probe);
+  if (bad == 0 && !pid_in_dir)
+    bad = output_dir_ok(probe, dir);
+  if (bad != 0) {
+    culpert__error("cannot write a profile in %s: %s", dir[0] ? dir : probe, strerror(-bad));
+    return -1;
+  }
+  return 0;
+}
+
 int culpert__cmd_run(int argc, char **argv)
 {
   struct run_opts o = {0};
@@ -724,32 +762,8 @@ int culpert__cmd_run(int argc, char **argv)
     return CULPERT_EXIT_ERROR;
   }
   bool existed = o.output && stat(out, &before) == 0;
-  char prog_file[PATH_MAX];
-  if (program_file(o.argv[0], prog_file) && statically_linked(prog_file)) {
-    culpert__error("%s is statically linked: libculpert, loaded by LD_PRELOAD, sees only "
-                   "dynamically linked programs",
-                   prog_file);
+  if (refuse_before_run(&o) != 0)
     return CULPERT_EXIT_ERROR;
-  }
-  const char *secure = program_file(o.argv[0], prog_file) ? secure_exec(prog_file) : NULL;
-  if (secure != NULL) {
-    culpert__error("%s is %s: the dynamic loader ignores LD_PRELOAD for it, so libculpert "
-                   "would see nothing",
-                   prog_file, secure);
-    return CULPERT_EXIT_ERROR;
-  }
-  /* The profile's directory, unless PROGRAM's pid is part of its name (a
-   * directory PROGRAM may create itself). */
-  char probe[PATH_MAX], dir[PATH_MAX] = "";
-  const char *last_slash = o.output ? strrchr(o.output, '/') : NULL;
-  bool pid_in_dir = last_slash && memmem(o.output, (size_t)(last_slash - o.output), "%p", 2);
-  int bad = output_path(o.output, o.argv[0], 0, probe, sizeof probe);
-  if (bad == 0 && !pid_in_dir)
-    bad = output_dir_ok(probe, dir);
-  if (bad != 0) {
-    culpert__error("cannot write a profile in %s: %s", dir[0] ? dir : probe, strerror(-bad));
-    return CULPERT_EXIT_ERROR;
-  }
   /* PROGRAM and every process it starts run with CULPERT_QUIET=1: a shell
    * script's commands would each print a line into PROGRAM's output.
    * culpert says once, at the end, what was written. A CULPERT_QUIET the
