@@ -248,31 +248,54 @@ static bool program_file(const char *prog, char out[PATH_MAX])
   return false;
 }
 
-/* Whether `file` is a statically linked ELF executable: an ET_EXEC without
- * a PT_INTERP, which the dynamic loader, the one reader of LD_PRELOAD,
- * never runs for. Anything else (a script, a dynamic or position
- * independent executable, the loader itself) is let through. */
+/* Whether the dynamic section of `file` (at `off`, `size` bytes) marks a
+ * position independent executable (DT_FLAGS_1 holding DF_1_PIE). */
+static bool dynamic_says_pie(int fd, Elf64_Off off, Elf64_Xword size)
+{
+  for (Elf64_Xword i = 0; i < size / sizeof(Elf64_Dyn) && i < 4096; i++) {
+    Elf64_Dyn d;
+    if (pread(fd, &d, sizeof d, (off_t)(off + i * sizeof d)) != (ssize_t)sizeof d ||
+        d.d_tag == DT_NULL)
+      return false;
+    if (d.d_tag == DT_FLAGS_1)
+      return (d.d_un.d_val & DF_1_PIE) != 0;
+  }
+  return false;
+}
+
+/* Whether `file` is a statically linked ELF executable, which the dynamic
+ * loader, the one reader of LD_PRELOAD, never runs for: an ET_EXEC
+ * without a PT_INTERP, or a static PIE (an ET_DYN without a PT_INTERP
+ * whose dynamic section says PIE, as `-static-pie` and Rust's musl
+ * targets build). Anything else (a script, a dynamically linked program,
+ * the loader itself, which has no PT_INTERP either) is let through. */
 static bool statically_linked(const char *file)
 {
   int fd = open(file, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return false;
   Elf64_Ehdr eh;
-  bool stat_exec = false;
+  bool is_static = false;
   if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
       memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
-      eh.e_type == ET_EXEC && eh.e_phentsize == sizeof(Elf64_Phdr)) {
-    stat_exec = true;
-    for (unsigned i = 0; i < eh.e_phnum && stat_exec; i++) {
+      (eh.e_type == ET_EXEC || eh.e_type == ET_DYN) && eh.e_phentsize == sizeof(Elf64_Phdr)) {
+    bool interp = false, readable = true;
+    Elf64_Phdr dyn = {.p_type = PT_NULL};
+    for (unsigned i = 0; i < eh.e_phnum && readable && !interp; i++) {
       Elf64_Phdr ph;
       if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph)
-        stat_exec = false; /* unreadable: cannot tell */
+        readable = false; /* cannot tell: let it run */
       else if (ph.p_type == PT_INTERP)
-        stat_exec = false;
+        interp = true;
+      else if (ph.p_type == PT_DYNAMIC)
+        dyn = ph;
     }
+    if (readable && !interp)
+      is_static = eh.e_type == ET_EXEC ||
+                  (dyn.p_type == PT_DYNAMIC && dynamic_says_pie(fd, dyn.p_offset, dyn.p_filesz));
   }
   close(fd);
-  return stat_exec;
+  return is_static;
 }
 
 /* Why the dynamic loader would run `file` in secure mode, where it skips

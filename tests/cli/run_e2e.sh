@@ -6,10 +6,11 @@
 # (plain, signal), the environment PROGRAM gets, the default file name,
 # --no-report, SIGTERM forwarding, the profiles of the processes PROGRAM
 # starts and of its image before an exec, and the errors (no profile from
-# a static binary, exec failure, CULPERT_LIB pointing nowhere).
-#   run_e2e.sh CULPERT WORKLOAD WORKLOAD_STATIC
+# a static binary or static PIE, exec failure, CULPERT_LIB pointing
+# nowhere).
+#   run_e2e.sh CULPERT WORKLOAD WORKLOAD_STATIC WORKLOAD_STATIC_PIE
 set -u
-culpert=$1 workload=$2 static=$3
+culpert=$1 workload=$2 static=$3 static_pie=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
@@ -149,6 +150,20 @@ rc=$?
 [ $rc -eq 2 ] || fail "static binary: exit $rc, want 2"
 has err "culpert: error: $static is statically linked: libculpert, loaded by LD_PRELOAD, sees only dynamically linked programs" || fail "static binary message: $(cat err)"
 [ -s out ] && fail "static binary: it ran anyway: $(cat out)"
+
+# 6a. A static PIE as well; the dynamic loader run as a command, which has
+#     no PT_INTERP either, still runs (and profiles what it loads).
+"$culpert" run -o e.pb.gz -- "$static_pie" env >out 2>err
+rc=$?
+[ $rc -eq 2 ] || fail "static PIE: exit $rc, want 2"
+has err "culpert: error: $static_pie is statically linked: libculpert, loaded by LD_PRELOAD, sees only dynamically linked programs" || fail "static PIE message: $(cat err)"
+[ -s out ] && fail "static PIE: it ran anyway: $(cat out)"
+ldso=$(sed -n 's/^ *\(\/[^ ]*ld-linux[^ ]*\) .*/\1/p' /proc/self/maps 2>/dev/null | head -n 1)
+[ -n "$ldso" ] || ldso=/lib64/ld-linux-x86-64.so.2
+"$culpert" run --no-report -o ld.pb.gz -- "$ldso" "$workload" env >out 2>err
+rc=$?
+[ $rc -eq 0 ] || fail "PROGRAM run by the loader: exit $rc, want 0: $(cat err)"
+"$culpert" info ld.pb.gz >out 2>err || fail "PROGRAM run by the loader: no profile: $(cat err)"
 
 # 6b. A set-user-ID PROGRAM: the loader ignores LD_PRELOAD for it, so exit
 #     2 before it runs. A copy owned by someone else takes root to make,
