@@ -82,6 +82,8 @@ static void help(FILE *f)
           "plain, from culpert, the Rust culpert or Go (heap/allocs); '-' reads stdin.\n"
           "Several FILEs are merged (the processes of one run, say): their samples\n"
           "add up, and spans of the same name under the same parent name merge.\n"
+          "When no sample lies in a span (a program run unmodified), the text tree,\n"
+          "one line, goes on to the --no-span view.\n"
           "Files that decompress to more than %u MiB are refused\n"
           "(CULPERT_PROFILE_MAX_BYTES).\n"
           "\n"
@@ -840,6 +842,48 @@ static int has_inuse(const struct culpert__profile *p, const void *arg, char *er
   return -EINVAL;
 }
 
+/* Whether the tree is the one line "(no span)" with samples under it: a
+ * program that never opened a span. */
+static bool spanless(const struct culpert__span_node *root)
+{
+  return root->nchildren == 1 && strcmp(root->children[0]->name, CULPERT_NO_SPAN_NAME) == 0 &&
+         root->children[0]->nchildren == 0 && root->children[0]->total_samples > 0;
+}
+
+/*
+ * After the tree of a profile without spans, which says nothing but its
+ * total, the view that does say something: where the bytes were
+ * allocated, by callsite (this command again with --no-span and the same
+ * options and files). Standard input cannot be read twice; a hint then.
+ * Returns the second view's status.
+ */
+static int callsites_after_tree(int argc, char **argv, const struct opts *o)
+{
+  for (int i = 0; i < o->nfiles; i++) {
+    if (strcmp(o->files[i], "-") == 0) {
+      printf("\nNo span in this profile: 'culpert report --no-span' shows where its bytes were\n"
+             "allocated, by callsite.\n");
+      return CULPERT_EXIT_OK;
+    }
+  }
+  char **again = calloc((size_t)argc + 2, sizeof *again);
+  if (again == NULL) {
+    culpert__error("out of memory");
+    return CULPERT_EXIT_ERROR;
+  }
+  again[0] = argv[0];
+  again[1] = "--no-span";
+  for (int i = 1; i < argc; i++)
+    again[i + 1] = argv[i];
+  printf("\nNo span in %s (the program never calls culpert_span_enter): where the bytes\n"
+         "were allocated, by callsite ('culpert report --no-span' shows this view alone):\n\n",
+         o->nfiles > 1 ? "these profiles" : "this profile");
+  fflush(stdout);
+  int r = culpert__cmd_report(argc + 1, again);
+  free(again);
+  return r;
+}
+
 int culpert__cmd_report(int argc, char **argv)
 {
   struct opts o = {.top = 20};
@@ -894,6 +938,8 @@ int culpert__cmd_report(int argc, char **argv)
     goto out;
   }
   status = CULPERT_EXIT_OK;
+  if (o.view == VIEW_TREE && !o.json && spanless(root))
+    status = callsites_after_tree(argc, argv, &o);
 out:
   for (size_t i = 0; i < o.nskips; i++)
     regfree(&o.skips[i]);

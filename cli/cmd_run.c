@@ -446,55 +446,22 @@ static bool any_samples(const struct other *v, long n)
   return false;
 }
 
-/* Whether any sample of the profiles `files` lies in a span, and whether
- * they hold any sample at all. An unreadable file counts as neither: the
- * report says why. */
-static void span_use(char *const *files, int n, bool *spans, bool *samples)
-{
-  *spans = *samples = false;
-  for (int i = 0; i < n && !*spans; i++) {
-    struct culpert__load_opts lo = {.stacks = CULPERT_STACKS_NONE};
-    struct culpert__profile *p;
-    char err[512];
-    if (culpert__profile_load_with(files[i], &lo, &p, err, sizeof err) != 0)
-      continue;
-    *samples |= p->total_samples > 0;
-    for (size_t k = 0; k < p->nsamples && !*spans; k++)
-      *spans = p->samples[k].span_name != NULL;
-    culpert__profile_free(p);
-  }
-}
-
 /* The report of the run: the span tree of `files` (PROGRAM's profile, or
- * the processes' merged). A program that opens no span (one run
- * unmodified) has a tree of one line, "(no span)": the places that
- * allocated, by callsite, follow it. Returns the report's status. */
+ * the processes' merged), which for a program that opens no span (one
+ * run unmodified) goes on to the places that allocated, by callsite.
+ * Returns the report's status. */
 static int report_run(char **files, int n)
 {
-  char **tree = calloc((size_t)n + 1, sizeof *tree);
-  char **sites = calloc((size_t)n + 2, sizeof *sites);
-  int r = CULPERT_EXIT_ERROR;
-  if (tree == NULL || sites == NULL) {
+  char **argv = calloc((size_t)n + 1, sizeof *argv);
+  if (argv == NULL) {
     culpert__error("out of memory");
-    goto out;
+    return CULPERT_EXIT_ERROR;
   }
-  tree[0] = sites[0] = "report";
-  sites[1] = "--no-span";
+  argv[0] = "report";
   for (int i = 0; i < n; i++)
-    tree[i + 1] = sites[i + 2] = files[i];
-  r = culpert__cmd_report(n + 1, tree);
-  bool spans, samples;
-  span_use(files, n, &spans, &samples);
-  if (r == CULPERT_EXIT_OK && !spans && samples) {
-    printf("\nNo span in this run (the program never calls culpert_span_enter): where its "
-           "bytes were\nallocated, by callsite ('culpert report --no-span' shows this "
-           "view):\n\n");
-    fflush(stdout);
-    r = culpert__cmd_report(n + 2, sites);
-  }
-out:
-  free(tree);
-  free(sites);
+    argv[i + 1] = files[i];
+  int r = culpert__cmd_report(n + 1, argv);
+  free(argv);
   return r;
 }
 

@@ -36,7 +36,7 @@ has out "Hierarchical span report (350 samples, sample rate every allocation):" 
 has out "handle_batch                                 900.00 KB   69.23%  (self 100.00 KB)" || fail "handle_batch line: $(cat out)"
 has out "└─ decode_frame                              800.00 KB   61.54%  (self 800.00 KB)" || fail "decode_frame line: $(cat out)"
 has out "flush_output                                 400.00 KB   30.77%  (self 400.00 KB)" || fail "flush_output line: $(cat out)"
-has out "No span in this run" && fail "a run with spans got the callsite view too: $(cat out)"
+has out "No span in" && fail "a run with spans got the callsite view too: $(cat out)"
 
 # 1b. A program that opens no span: the tree is one line, so the callsites
 #     that allocated follow it.
@@ -44,9 +44,20 @@ has out "No span in this run" && fail "a run with spans got the callsite view to
 rc=$?
 [ $rc -eq 0 ] || fail "plain run exited $rc: $(cat err)"
 grep -q '^(no span)  *100\.00 KB  100\.00%  (self 100\.00 KB)$' out || fail "plain run: tree: $(cat out)"
-has out "No span in this run (the program never calls culpert_span_enter): where its bytes were" || fail "plain run: no line before the callsites: $(cat out)"
+has out "No span in this profile (the program never calls culpert_span_enter): where the bytes" || fail "plain run: no line before the callsites: $(cat out)"
 has out "Top callsites in unattributed samples — outside any span (sample rate every allocation):" || fail "plain run: no callsite view: $(cat out)"
 grep -Eq '^  churn .*run_workload\.c:[0-9]+\) +100 +100\.00 KB  100\.00%$' out || fail "plain run: the callsite row: $(cat out)"
+# `culpert report` of that profile says the same, with its options (two
+# files: merged); from standard input, which it cannot read twice, a hint.
+"$culpert" report "$tmp/p.pb.gz" >out2 2>err || fail "report of a plain profile: $(cat err)"
+sed '/^culpert: /d' out | cmp -s - out2 || fail "report of a plain profile differs from the run's: $(diff out out2)"
+"$culpert" report --top 0 "$tmp/p.pb.gz" "$tmp/p.pb.gz" >out 2>err || fail "report of two plain profiles: $(cat err)"
+has out "No span in these profiles" || fail "report of two plain profiles: the line: $(cat out)"
+grep -Eq '^  churn .*run_workload\.c:[0-9]+\) +200 +200\.00 KB  100\.00%$' out || fail "report of two plain profiles: the callsite row: $(cat out)"
+"$culpert" report - <"$tmp/p.pb.gz" >out 2>err || fail "report of a plain profile from stdin: $(cat err)"
+has out "No span in this profile: 'culpert report --no-span' shows where its bytes were" || fail "report from stdin: the hint: $(cat out)"
+"$culpert" report --format json "$tmp/p.pb.gz" >out 2>err || fail "report --format json: $(cat err)"
+has out "No span" && fail "report --format json got the callsite view: $(cat out)"
 
 # 2. The program's exit status passes through, report still printed.
 "$culpert" run --rate 4K -o b.pb.gz -- "$workload" 7 >out 2>err
