@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,6 +42,7 @@ struct options {
   const char *title;
   enum weight_kind weight;
   bool svg;
+  bool format_given; /* --format was given: -o's extension does not choose */
   bool inuse;
   bool annotate;
 };
@@ -54,7 +56,8 @@ static void usage(FILE *f)
           "in byte order) or a self-contained interactive SVG flame graph of the\n"
           "profile FILE ('-' reads standard input). Several FILEs are merged.\n"
           "\n"
-          "  --format folded|svg     output format (default folded)\n"
+          "  --format folded|svg     output format (default folded, or svg when the\n"
+          "                          -o FILE ends in .svg)\n"
           "  --weight bytes|samples|objects\n"
           "                          what a frame's width measures (default bytes:\n"
           "                          unbiased byte estimates; samples: raw samples;\n"
@@ -144,6 +147,7 @@ static int parse_args(int argc, char **argv, struct options *o)
     } else if (is_option(a, "--format")) {
       if (!(v = option_value(argc, argv, &i, "--format")))
         return -EINVAL;
+      o->format_given = true;
       if (strcmp(v, "folded") == 0) {
         o->svg = false;
       } else if (strcmp(v, "svg") == 0) {
@@ -208,6 +212,11 @@ static int parse_args(int argc, char **argv, struct options *o)
     culpert__error("flamegraph needs a profile FILE (try 'culpert flamegraph --help')");
     return -EINVAL;
   }
+  /* `-o flame.svg` means a picture: folded text under that name would
+   * open in a browser as an error. */
+  size_t olen = o->output ? strlen(o->output) : 0;
+  if (!o->format_given && olen > 4 && strcasecmp(o->output + olen - 4, ".svg") == 0)
+    o->svg = true;
   if (o->inuse && o->weight == WEIGHT_SAMPLES) {
     culpert__error("--inuse cannot be combined with --weight samples: raw samples count "
                    "allocations, not live memory (use --weight bytes or objects)");

@@ -23,6 +23,7 @@
 #   -DSTDOUT_TO=/dev/full        send stdout there (write-error cases)
 #   -DSTDIN=1                    feed the built profile on standard input
 #   -DPRESET_OUT=TEXT            write TEXT to @OUT@ before the run
+#   -DOUT_NAME=NAME              @OUT@'s file name (default out.dat)
 #   -DNODE= -DNODE_SCRIPT=       run `NODE NODE_SCRIPT OUTPUT` last (SVG
 #                                behaviour checks); it must exit 0
 cmake_minimum_required(VERSION 3.25)
@@ -37,7 +38,10 @@ endif()
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 set(profile "${WORK}/profile.pb.gz")
-set(out "${WORK}/out.dat")
+if(NOT DEFINED OUT_NAME)
+  set(OUT_NAME out.dat)
+endif()
+set(out "${WORK}/${OUT_NAME}")
 
 execute_process(COMMAND "${MKPROFILE}" "${FIXTURE}" "${profile}"
                 RESULT_VARIABLE rc ERROR_VARIABLE err)
