@@ -446,10 +446,34 @@ static bool any_samples(const struct other *v, long n)
   return false;
 }
 
+/* After the report, what was still allocated when the profile was
+ * written (at exit: never freed), and the peak of the in-use estimate for
+ * one process (several processes' peaks were at different times), with
+ * the command that shows where. Nothing when nothing was in use. */
+static void inuse_summary(char **files, int n)
+{
+  struct culpert__load_opts lo = {.stacks = CULPERT_STACKS_NONE};
+  struct culpert__profile *p;
+  char err[512], b[CULPERT_FMT_MAX], pb[CULPERT_FMT_MAX];
+  if (culpert__profile_load_all((const char *const *)files, (size_t)n, &lo, NULL, NULL, &p, err,
+                                sizeof err) != 0)
+    return; /* the report has just read them: not expected */
+  int64_t peak;
+  if (p->has_inuse && p->total_inuse_bytes > 0) {
+    printf("\nStill in use when the profile was written (estimated): %s in %" PRId64 " blocks",
+           culpert__fmt_bytes(b, p->total_inuse_bytes), p->total_inuse_objects);
+    if (n == 1 && culpert__profile_peak_inuse(p, &peak) > 0)
+      printf(", peak %s", culpert__fmt_bytes(pb, peak));
+    printf(";\n'culpert report --inuse%s%s%s' shows where.\n", n == 1 ? " " : "",
+           n == 1 ? files[0] : "", n == 1 ? "" : " FILE...");
+  }
+  culpert__profile_free(p);
+}
+
 /* The report of the run: the span tree of `files` (PROGRAM's profile, or
  * the processes' merged), which for a program that opens no span (one
- * run unmodified) goes on to the places that allocated, by callsite.
- * Returns the report's status. */
+ * run unmodified) goes on to the places that allocated, by callsite; then
+ * what was still in use. Returns the report's status. */
 static int report_run(char **files, int n)
 {
   char **argv = calloc((size_t)n + 1, sizeof *argv);
@@ -462,6 +486,8 @@ static int report_run(char **files, int n)
     argv[i + 1] = files[i];
   int r = culpert__cmd_report(n + 1, argv);
   free(argv);
+  if (r == CULPERT_EXIT_OK)
+    inuse_summary(files, n);
   return r;
 }
 

@@ -58,6 +58,18 @@ grep -Eq '^  churn .*run_workload\.c:[0-9]+\) +200 +200\.00 KB  100\.00%$' out |
 has out "No span in this profile: 'culpert report --no-span' shows where its bytes were" || fail "report from stdin: the hint: $(cat out)"
 "$culpert" report --format json "$tmp/p.pb.gz" >out 2>err || fail "report --format json: $(cat err)"
 has out "No span" && fail "report --format json got the callsite view: $(cat out)"
+"$culpert" run --rate 0 -o "$tmp/p.pb.gz" -- "$workload" plain >out 2>err
+has out "Still in use" && fail "plain run: nothing was left in use, yet: $(cat out)"
+
+# 1c. What was never freed: the report ends with it, and the command that
+#     shows where.
+"$culpert" run --rate 0 -o "$tmp/l.pb.gz" -- "$workload" leak >out 2>err
+rc=$?
+[ $rc -eq 0 ] || fail "leak run exited $rc: $(cat err)"
+has out "Still in use when the profile was written (estimated): 100.00 KB in 10 blocks, peak 101.00 KB;" || fail "leak run: the in-use line: $(cat out)"
+has out "'culpert report --inuse $tmp/l.pb.gz' shows where." || fail "leak run: the command: $(cat out)"
+"$culpert" report --inuse "$tmp/l.pb.gz" >out 2>err || fail "leak: report --inuse: $(cat err)"
+grep -q '^cache_fill  *100\.00 KB  100\.00%  (self 100\.00 KB)$' out || fail "leak: report --inuse: $(cat out)"
 
 # 2. The program's exit status passes through, report still printed.
 "$culpert" run --rate 4K -o b.pb.gz -- "$workload" 7 >out 2>err

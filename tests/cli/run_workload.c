@@ -19,6 +19,8 @@
  *   run_workload reexec-true
  *                           runs handle_batch alone, then execs true
  *   run_workload plain      100 x 1 KiB outside every span, nothing else
+ *   run_workload leak       keeps 10 x 10 KiB (span "cache_fill") to the
+ *                           end, then allocates and frees 1 KiB 100 times
  *   run_workload launcher   allocates 10 x 100 bytes itself (span
  *                           "launch"), then a fork child runs the spans,
  *                           and the program exits normally: its own
@@ -132,6 +134,16 @@ int main(int argc, char **argv)
   if (argc > 1 && strcmp(argv[1], "plain") == 0) {
     churn(100, 1024);
     return 0;
+  }
+  if (argc > 1 && strcmp(argv[1], "leak") == 0) {
+    static char *kept[10];
+    culpert_span_enter("cache_fill");
+    for (int i = 0; i < 10; i++)
+      if ((kept[i] = malloc(10240)) == NULL)
+        abort();
+    culpert_span_exit();
+    churn(100, 1024);
+    return kept[9][0] = 0;
   }
   if (argc > 1 && strcmp(argv[1], "launcher") == 0) {
     culpert_span_enter("launch");
