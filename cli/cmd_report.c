@@ -48,7 +48,7 @@ static const char *const default_skips[] = {
     "^runtime\\.(mallocgc|newobject|newarray|makeslice|makeslicecopy|growslice|makemap|"
     "makemap_small|makechan|rawstring|rawbyteslice|rawruneslice)$",
     /* Wrappers of widely used C libraries: gnulib, libiberty and git; GLib;
-     * OpenSSL; CPython. */
+     * OpenSSL; the CPython, Perl and Ruby interpreters. */
     "^x(malloc|calloc|zalloc|realloc|reallocarray|nmalloc|strdup|strndup|memdup|charalloc)$",
     "^g_(try_)?(malloc|malloc0|realloc)(_n)?$",
     "^g_(strdup|strndup|memdup|memdup2|slice_alloc|slice_alloc0)$",
@@ -56,6 +56,8 @@ static const char *const default_skips[] = {
     "secure_zalloc)$",
     "^_?Py(Mem|Object)_(Raw)?(Malloc|Calloc|Realloc)$",
     "^_PyMem_(Raw|Debug)(Malloc|Calloc|Realloc)$",
+    "^Perl_safesys(malloc|calloc|realloc)$",
+    "^ruby_x(malloc|malloc2|calloc|realloc|realloc2)$",
 };
 #define NDEFAULT_SKIPS (sizeof default_skips / sizeof default_skips[0])
 
