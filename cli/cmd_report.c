@@ -844,12 +844,13 @@ static int has_inuse(const struct culpert__profile *p, const void *arg, char *er
   return -EINVAL;
 }
 
-/* Whether the tree is the one line "(no span)" with samples under it: a
- * program that never opened a span. */
+/* Whether the tree is the one line "(no span)" with bytes under it (of
+ * the kind shown: with --inuse, nothing may be left): a program that
+ * never opened a span. */
 static bool spanless(const struct culpert__span_node *root)
 {
   return root->nchildren == 1 && strcmp(root->children[0]->name, CULPERT_NO_SPAN_NAME) == 0 &&
-         root->children[0]->nchildren == 0 && root->children[0]->total_samples > 0;
+         root->children[0]->nchildren == 0 && root->children[0]->total_bytes > 0;
 }
 
 /*

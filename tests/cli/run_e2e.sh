@@ -56,6 +56,8 @@ has out "No span in these profiles" || fail "report of two plain profiles: the l
 grep -Eq '^  churn .*run_workload\.c:[0-9]+\) +200 +200\.00 KB  100\.00%$' out || fail "report of two plain profiles: the callsite row: $(cat out)"
 "$culpert" report - <"$tmp/p.pb.gz" >out 2>err || fail "report of a plain profile from stdin: $(cat err)"
 has out "No span in this profile: 'culpert report --no-span' shows where its bytes were" || fail "report from stdin: the hint: $(cat out)"
+"$culpert" report --inuse "$tmp/p.pb.gz" >out 2>err || fail "report --inuse of a plain profile: $(cat err)"
+has out "No span" && fail "report --inuse, nothing in use: the callsite view of nothing: $(cat out)"
 "$culpert" report --format json "$tmp/p.pb.gz" >out 2>err || fail "report --format json: $(cat err)"
 has out "No span" && fail "report --format json got the callsite view: $(cat out)"
 "$culpert" run --rate 0 -o "$tmp/p.pb.gz" -- "$workload" plain >out 2>err
