@@ -878,7 +878,7 @@ static int callsites_after_tree(int argc, char **argv, const struct opts *o)
   again[1] = "--no-span";
   for (int i = 1; i < argc; i++)
     again[i + 1] = argv[i];
-  printf("\nNo span in %s (the program never calls culpert_span_enter): where the bytes\n"
+  printf("\nNo span in %s (nothing was allocated inside one): where the bytes\n"
          "were allocated, by callsite ('culpert report --no-span' shows this view alone):\n\n",
          o->nfiles > 1 ? "these profiles" : "this profile");
   fflush(stdout);

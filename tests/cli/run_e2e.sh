@@ -44,7 +44,7 @@ has out "No span in" && fail "a run with spans got the callsite view too: $(cat 
 rc=$?
 [ $rc -eq 0 ] || fail "plain run exited $rc: $(cat err)"
 grep -q '^(no span)  *100\.00 KB  100\.00%  (self 100\.00 KB)$' out || fail "plain run: tree: $(cat out)"
-has out "No span in this profile (the program never calls culpert_span_enter): where the bytes" || fail "plain run: no line before the callsites: $(cat out)"
+has out "No span in this profile (nothing was allocated inside one): where the bytes" || fail "plain run: no line before the callsites: $(cat out)"
 has out "Top callsites in unattributed samples — outside any span (sample rate every allocation):" || fail "plain run: no callsite view: $(cat out)"
 grep -Eq '^  churn .*run_workload\.c:[0-9]+\) +100 +100\.00 KB  100\.00%$' out || fail "plain run: the callsite row: $(cat out)"
 # `culpert report` of that profile says the same, with its options (two
