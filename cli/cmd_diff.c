@@ -40,6 +40,9 @@
 #define DIFF_TREE_MAX_DEPTH 24
 /* A tree label keeps at least this many columns however deep it is. */
 #define DIFF_TREE_MIN_LABEL 16
+/* Without --noise-sigma, flagged changes within this many standard errors
+ * get a note on stderr (the culpert-diff action's default gate). */
+#define HINT_SIGMA 3
 
 enum diff_format { FORMAT_TEXT, FORMAT_MARKDOWN, FORMAT_JSON };
 
@@ -78,6 +81,7 @@ struct diff {
   size_t nrows;
   size_t count[5]; /* rows per kind */
   size_t noise_suppressed;
+  size_t noise_flagged; /* without --noise-sigma: flagged, within HINT_SIGMA */
 };
 
 /* A node of the merged before/after span tree. */
@@ -336,6 +340,9 @@ static int build_rows(struct diff *d)
     d->count[r->kind]++;
     if (r->noise)
       d->noise_suppressed++;
+    if (!o->noise_on && r->kind != KIND_QUIET && r->se > 0 &&
+        (double)abs64(r->delta) <= HINT_SIGMA * r->se)
+      d->noise_flagged++;
   }
   qsort(d->rows, d->nrows, sizeof *d->rows, cmp_rows);
   rc = 0;
@@ -1302,6 +1309,17 @@ int culpert__cmd_diff(int argc, char **argv)
     culpert__error("out of memory comparing %s and %s", o.paths[0], o.paths[1]);
     goto out;
   }
+  /* Without --noise-sigma the rules flag changes a sampling error alone
+   * could make, and the exit status follows them as cli.md says; the
+   * reader is told on stderr, which leaves the report as specified. */
+  fflush(stdout);
+  if (d.noise_flagged > 0)
+    fprintf(stderr,
+            "culpert: note: %zu of the %zu flagged change%s %s within %d standard errors of "
+            "sampling noise; --noise-sigma %d would leave %s quiet\n",
+            d.noise_flagged, d.nrows - d.count[KIND_QUIET],
+            d.nrows - d.count[KIND_QUIET] == 1 ? "" : "s", d.noise_flagged == 1 ? "is" : "are",
+            HINT_SIGMA, HINT_SIGMA, d.noise_flagged == 1 ? "it" : "them");
   status = gate_failed(&d) && !o.no_fail ? CULPERT_EXIT_REGRESSION : CULPERT_EXIT_OK;
 out:
   for (size_t i = 0; i < d.nrows; i++)
