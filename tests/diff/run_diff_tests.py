@@ -21,6 +21,7 @@ work directory with relative paths, so the goldens hold no absolute paths.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import unicodedata
@@ -269,7 +270,15 @@ def group_errors(opts, c):
         c.check(err.startswith("culpert: error: ") and needle in err,
                 "%s: message %r does not name %s" % (name, err.strip(), needle))
         c.check(out == "", "%s: wrote to stdout on error" % name)
+    # A directory side: empty, or holding something that is not a profile.
+    for d in ("empty_dir", "junk_dir"):
+        shutil.rmtree(os.path.join(opts.work, d), ignore_errors=True)
+        os.mkdir(os.path.join(opts.work, d))
+    shutil.copy(os.path.join(opts.work, "spec_before.pb.gz"), os.path.join(opts.work, "junk_dir"))
+    shutil.copy(os.path.join(opts.work, "not_a_profile.pb.gz"), os.path.join(opts.work, "junk_dir", "z.pb.gz"))
     files = [
+        ("empty_directory", ["empty_dir", "spec_after.pb.gz"], [], "empty_dir is a directory with no profile in it"),
+        ("directory_with_junk", ["spec_before.pb.gz", "junk_dir"], [], "junk_dir/z.pb.gz"),
         ("missing_before", ["no_such_file.pb.gz", "spec_after.pb.gz"], [], "no_such_file.pb.gz"),
         ("missing_after", ["spec_before.pb.gz", "missing_after.pb.gz"], [], "missing_after.pb.gz"),
         ("not_a_profile", ["not_a_profile.pb.gz", "spec_after.pb.gz"], [], "not_a_profile.pb.gz"),
@@ -301,6 +310,35 @@ def sorted_keys_hook(pairs):
     if keys != sorted(keys):
         raise ValueError("keys not sorted: %s" % keys)
     return dict(pairs)
+
+
+def group_directories(opts, c):
+    # A directory side merges every profile in it (hidden files and a
+    # profile being written, NAME.tmp.PID, are left out): its totals add
+    # up, and the header names the directory and the count.
+    d = os.path.join(opts.work, "two_dir")
+    shutil.rmtree(d, ignore_errors=True)
+    os.mkdir(d)
+    for name in ("a.pb.gz", "a.pb.gz.4242"):
+        shutil.copy(os.path.join(opts.work, "spec_before.pb.gz"), os.path.join(d, name))
+    for junk in (".hidden", "a.pb.gz.tmp.77"):
+        shutil.copy(os.path.join(opts.work, "not_a_profile.pb.gz"), os.path.join(d, junk))
+    rc, out, err = run([opts.culpert, "diff", "--format", "json", "spec_before.pb.gz", "two_dir"], opts.work)
+    c.check(rc in (0, 1), "directory: exit %d: %s" % (rc, err.strip()))
+    try:
+        doc = json.loads(out)
+    except ValueError as e:
+        c.check(False, "directory json: %s" % e)
+        return
+    c.check(doc["after"]["total_bytes"] == 2 * doc["before"]["total_bytes"] > 0,
+            "directory: the two copies add up: %s" % doc["after"])
+    c.check(doc["after"]["path"] == "two_dir", "directory: JSON path %r" % doc["after"]["path"])
+    for r in doc["rows"]:
+        c.check(r["after"] == 2 * r["before"], "directory: row %s" % r)
+    rc, out, err = run([opts.culpert, "diff", "two_dir", "spec_before.pb.gz"], opts.work)
+    c.check("  before:  two_dir (2 profiles merged)\n" in out, "directory: text header: %s" % out)
+    rc, out, err = run([opts.culpert, "diff", "--format", "markdown", "two_dir", "two_dir"], opts.work)
+    c.check(rc == 0 and "`two_dir (2 profiles merged)`" in out, "directory: markdown header: %s" % out)
 
 
 def group_structure(opts, c):
@@ -461,7 +499,8 @@ def main():
     ap.add_argument("--mkprofile", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--update", action="store_true")
-    ap.add_argument("group", choices=["golden", "thresholds", "errors", "structure", "hostile", "all"])
+    ap.add_argument("group", choices=["golden", "thresholds", "errors", "directories", "structure", "hostile",
+                                      "all"])
     opts = ap.parse_args()
     opts.culpert = os.path.abspath(opts.culpert)
     opts.mkprofile = os.path.abspath(opts.mkprofile)
@@ -470,7 +509,7 @@ def main():
     build_fixtures(opts)
     c = Checker()
     groups = {"golden": group_golden, "thresholds": group_thresholds, "errors": group_errors,
-              "structure": group_structure, "hostile": group_hostile}
+              "directories": group_directories, "structure": group_structure, "hostile": group_hostile}
     for g in (groups if opts.group == "all" else [opts.group]):
         groups[g](opts, c)
     print("%d checks passed, %d failed" % (c.passed, c.failures))
