@@ -13,7 +13,6 @@
  * exit status never depends on --top, --tree or --format; nothing read from
  * a profile reaches the terminal or a markdown page unescaped.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -1262,98 +1261,6 @@ static int parse_args(int argc, char **argv, struct diff_opts *o)
 
 /* ------------------------------------------------------------------ entry */
 
-static int name_cmp(const void *a, const void *b)
-{
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void free_files(char **files, size_t n, const char *path)
-{
-  for (size_t i = 0; i < n; i++)
-    if (files[i] != path)
-      free(files[i]);
-  free(files);
-}
-
-/* Whether `name` is a temporary file of a profile being written:
- * NAME.tmp.PID, as libculpert and this CLI write them before a rename. */
-static bool temporary_name(const char *name)
-{
-  const char *last = NULL;
-  for (const char *t = strstr(name, ".tmp."); t; t = strstr(t + 1, ".tmp."))
-    last = t;
-  return last && last[5] != '\0' && strspn(last + 5, "0123456789") == strlen(last + 5);
-}
-
-/*
- * The files of one side: `path` itself, or, when it is a directory, every
- * regular file in it but hidden ones and profiles being written
- * (NAME.tmp.PID), in name order. An empty or unreadable directory is an
- * error naming it. Returns 0 or -1 (printed).
- */
-static int side_files(const char *path, char ***files, size_t *n)
-{
-  struct stat st;
-  *files = NULL;
-  *n = 0;
-  if (strcmp(path, "-") == 0 || stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    if (!(*files = malloc(sizeof **files))) {
-      culpert__error("out of memory");
-      return -1;
-    }
-    (*files)[(*n)++] = (char *)path; /* the loader names what is wrong with it */
-    return 0;
-  }
-  DIR *dir = opendir(path);
-  if (!dir) {
-    culpert__error("cannot read directory %s: %s", path, strerror(errno));
-    return -1;
-  }
-  size_t cap = 0;
-  struct dirent *e;
-  int rc = 0;
-  while ((e = readdir(dir)) != NULL) {
-    if (e->d_name[0] == '.' || temporary_name(e->d_name))
-      continue;
-    char *full = NULL;
-    if (asprintf(&full, "%s/%s", path, e->d_name) < 0) {
-      rc = -1;
-      break;
-    }
-    if (stat(full, &st) != 0 || !S_ISREG(st.st_mode)) {
-      free(full);
-      continue;
-    }
-    if (*n == cap) {
-      size_t ncap = cap ? 2 * cap : 16;
-      char **nf = realloc(*files, ncap * sizeof *nf);
-      if (!nf) {
-        free(full);
-        rc = -1;
-        break;
-      }
-      *files = nf;
-      cap = ncap;
-    }
-    (*files)[(*n)++] = full;
-  }
-  closedir(dir);
-  if (rc != 0) {
-    culpert__error("out of memory listing %s", path);
-  } else if (*n == 0) {
-    culpert__error("%s is a directory with no profile in it", path);
-    rc = -1;
-  }
-  if (rc != 0) {
-    free_files(*files, *n, path);
-    *files = NULL;
-    *n = 0;
-    return -1;
-  }
-  qsort(*files, *n, sizeof **files, name_cmp);
-  return 0;
-}
-
 int culpert__cmd_diff(int argc, char **argv)
 {
   struct diff_opts o = {
@@ -1375,21 +1282,17 @@ int culpert__cmd_diff(int argc, char **argv)
   for (int side = 0; side < 2; side++) {
     err[0] = '\0';
     static const struct culpert__load_opts lo = {.stacks = CULPERT_STACKS_NONE}; /* spans only */
-    char **files = NULL;
-    size_t nfiles = 0;
-    if (side_files(o.paths[side], &files, &nfiles) != 0)
-      goto out;
-    rc = culpert__profile_load_all((const char *const *)files, nfiles, &lo, NULL, NULL,
-                                   &d.prof[side], err, sizeof err);
-    bool from_dir = nfiles > 1 || (nfiles == 1 && files[0] != o.paths[side]);
-    free_files(files, nfiles, o.paths[side]);
+    rc = culpert__profile_load_all(&o.paths[side], 1, &lo, NULL, NULL, &d.prof[side], err,
+                                   sizeof err);
     if (rc < 0) {
       culpert__error("%s", err[0] ? err : o.paths[side]);
       goto out;
     }
     /* A directory's side is named by the directory, not by every file:
      * with the count of its profiles for a reader, as given in JSON. */
-    if (from_dir) {
+    struct stat st;
+    if (strcmp(o.paths[side], "-") != 0 && stat(o.paths[side], &st) == 0 && S_ISDIR(st.st_mode)) {
+      size_t nfiles = d.prof[side]->nparts > 1 ? d.prof[side]->nparts : 1;
       int m = o.format == FORMAT_JSON ? asprintf(&dir_label[side], "%s", o.paths[side])
               : nfiles == 1
                   ? asprintf(&dir_label[side], "%s (1 profile)", o.paths[side])

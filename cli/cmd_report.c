@@ -84,6 +84,7 @@ static void help(FILE *f)
           "plain, from culpert, the Rust culpert or Go (heap/allocs); '-' reads stdin.\n"
           "Several FILEs are merged (the processes of one run, say): their samples\n"
           "add up, and spans of the same name under the same parent name merge.\n"
+          "A FILE that is a directory stands for the profiles in it.\n"
           "When no sample lies in a span (a program run unmodified), the text tree,\n"
           "one line, goes on to the --no-span view.\n"
           "Files that decompress to more than %u MiB are refused\n"
@@ -860,7 +861,8 @@ static bool spanless(const struct culpert__span_node *root)
  * options and files). Standard input cannot be read twice; a hint then.
  * Returns the second view's status.
  */
-static int callsites_after_tree(int argc, char **argv, const struct opts *o)
+static int callsites_after_tree(int argc, char **argv, const struct opts *o,
+                                const struct culpert__profile *p)
 {
   for (int i = 0; i < o->nfiles; i++) {
     if (strcmp(o->files[i], "-") == 0) {
@@ -880,7 +882,7 @@ static int callsites_after_tree(int argc, char **argv, const struct opts *o)
     again[i + 1] = argv[i];
   printf("\nNo span in %s (nothing was allocated inside one): where the bytes\n"
          "were allocated, by callsite ('culpert report --no-span' shows this view alone):\n\n",
-         o->nfiles > 1 ? "these profiles" : "this profile");
+         p->nparts > 1 ? "these profiles" : "this profile");
   fflush(stdout);
   int r = culpert__cmd_report(argc + 1, again);
   free(again);
@@ -942,7 +944,7 @@ int culpert__cmd_report(int argc, char **argv)
   }
   status = CULPERT_EXIT_OK;
   if (o.view == VIEW_TREE && !o.json && spanless(root))
-    status = callsites_after_tree(argc, argv, &o);
+    status = callsites_after_tree(argc, argv, &o, p);
 out:
   for (size_t i = 0; i < o.nskips; i++)
     regfree(&o.skips[i]);

@@ -21,6 +21,7 @@
  */
 #include "profile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -2176,15 +2177,120 @@ nomem:
   return -ENOMEM;
 }
 
-int culpert__profile_load_all(const char *const *paths, size_t n,
+/* Whether `name` is a temporary file of a profile being written:
+ * NAME.tmp.PID, as libculpert and this CLI write them before a rename. */
+static bool temporary_name(const char *name)
+{
+  const char *last = NULL;
+  for (const char *t = strstr(name, ".tmp."); t; t = strstr(t + 1, ".tmp."))
+    last = t;
+  return last && last[5] != '\0' && strspn(last + 5, "0123456789") == strlen(last + 5);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Append `s` (taken over) to the list v[0..*n-1] of capacity *cap. */
+static int push_path(char ***v, size_t *n, size_t *cap, char *s)
+{
+  if (*n == *cap) {
+    size_t ncap = *cap ? 2 * *cap : 16;
+    char **nv = realloc(*v, ncap * sizeof *nv);
+    if (!nv) {
+      free(s);
+      return -ENOMEM;
+    }
+    *v = nv;
+    *cap = ncap;
+  }
+  (*v)[(*n)++] = s;
+  return 0;
+}
+
+/* Append the profiles of directory `dir` to v: its regular files but
+ * hidden ones and profiles being written, in name order. */
+static int push_dir(const char *dir, char ***v, size_t *n, size_t *cap, char *err, size_t errlen)
+{
+  DIR *d = opendir(dir);
+  if (!d) {
+    snprintf(err, errlen, "cannot read directory %s: %s", dir, strerror(errno));
+    return -errno;
+  }
+  size_t first = *n;
+  int rc = 0;
+  struct dirent *e;
+  while (rc == 0 && (e = readdir(d)) != NULL) {
+    struct stat st;
+    char *full;
+    if (e->d_name[0] == '.' || temporary_name(e->d_name))
+      continue;
+    if (asprintf(&full, "%s/%s", dir, e->d_name) < 0) {
+      rc = -ENOMEM;
+    } else if (stat(full, &st) != 0 || !S_ISREG(st.st_mode)) {
+      free(full);
+    } else {
+      rc = push_path(v, n, cap, full);
+    }
+  }
+  closedir(d);
+  if (rc == -ENOMEM)
+    snprintf(err, errlen, "out of memory listing %s", dir);
+  else if (*n == first) {
+    snprintf(err, errlen, "%s: a directory with no profile in it", dir);
+    rc = -ENOENT;
+  }
+  if (rc == 0)
+    qsort(*v + first, *n - first, sizeof **v, name_cmp);
+  return rc;
+}
+
+/* paths[0..n-1] with each directory replaced by the profiles in it. */
+static int expand_paths(const char *const *paths, size_t n, char ***out, size_t *nout, char *err,
+                        size_t errlen)
+{
+  char **v = NULL;
+  size_t nv = 0, cap = 0;
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    struct stat st;
+    if (strcmp(paths[i], "-") != 0 && stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+      rc = push_dir(paths[i], &v, &nv, &cap, err, errlen);
+    } else {
+      char *copy = strdup(paths[i]);
+      rc = copy ? push_path(&v, &nv, &cap, copy) : -ENOMEM;
+      if (rc != 0)
+        snprintf(err, errlen, "out of memory");
+    }
+  }
+  if (rc != 0) {
+    for (size_t i = 0; i < nv; i++)
+      free(v[i]);
+    free(v);
+    return rc;
+  }
+  *out = v;
+  *nout = nv;
+  return 0;
+}
+
+int culpert__profile_load_all(const char *const *given, size_t ngiven,
                               const struct culpert__load_opts *opts,
                               culpert__profile_check_fn check, const void *arg,
                               struct culpert__profile **out, char *err, size_t errlen)
 {
-  struct culpert__profile **v = calloc(n ? n : 1, sizeof *v);
-  int rc = 0;
+  char **paths;
+  size_t n;
   *out = NULL;
+  int rc = expand_paths(given, ngiven, &paths, &n, err, errlen);
+  if (rc != 0)
+    return rc;
+  struct culpert__profile **v = calloc(n ? n : 1, sizeof *v);
   if (!v) {
+    for (size_t i = 0; i < n; i++)
+      free(paths[i]);
+    free(paths);
     snprintf(err, errlen, "out of memory");
     return -ENOMEM;
   }
@@ -2202,6 +2308,9 @@ int culpert__profile_load_all(const char *const *paths, size_t n,
     rc = culpert__profile_merge(v, n, out, err, errlen);
   }
   free(v);
+  for (size_t i = 0; i < n; i++)
+    free(paths[i]);
+  free(paths);
   return rc;
 }
 

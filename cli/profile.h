@@ -153,9 +153,12 @@ int culpert__profile_merge(struct culpert__profile **in, size_t n, struct culper
 
 /*
  * culpert__profile_load_all: load paths[0..n-1] (n >= 1) with `opts` and,
- * when there are several, merge them. `check`, when not NULL, sees each
- * file as it is loaded; a non-zero return (with its message in err) stops
- * there. Returns 0 and *out, or a negative errno with the message in err.
+ * when there are several, merge them. A path that is a directory stands
+ * for the profiles in it: its regular files but hidden ones and profiles
+ * being written (NAME.tmp.PID), in name order; an empty one is an error.
+ * `check`, when not NULL, sees each file as it is loaded; a non-zero
+ * return (with its message in err) stops there. Returns 0 and *out, or a
+ * negative errno with the message in err.
  */
 typedef int (*culpert__profile_check_fn)(const struct culpert__profile *p, const void *arg,
                                          char *err, size_t errlen);

@@ -48,8 +48,15 @@ expect() {
 : >empty.pb.gz
 expect empty.pb.gz "file is empty, not a profile"
 
+# A directory: `info` reads one file; `report`, which merges every profile
+# in a directory, finds none in this one.
 mkdir adir
-expect adir "cannot read: Is a directory"
+"$culpert" info adir >out 2>err
+[ $? -eq 2 ] && [ ! -s out ] && [ "$(cat err)" = "culpert: error: adir: cannot read: Is a directory" ] ||
+  { echo "FAIL: culpert info adir: $(cat err)"; failures=$((failures + 1)); }
+"$culpert" report adir >out 2>err
+[ $? -eq 2 ] && [ ! -s out ] && [ "$(cat err)" = "culpert: error: adir: a directory with no profile in it" ] ||
+  { echo "FAIL: culpert report adir: $(cat err)"; failures=$((failures + 1)); }
 
 mk good.pb.gz
 size=$(wc -c <good.pb.gz)

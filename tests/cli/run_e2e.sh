@@ -54,6 +54,13 @@ sed '/^culpert: /d' out | cmp -s - out2 || fail "report of a plain profile diffe
 "$culpert" report --top 0 "$tmp/p.pb.gz" "$tmp/p.pb.gz" >out 2>err || fail "report of two plain profiles: $(cat err)"
 has out "No span in these profiles" || fail "report of two plain profiles: the line: $(cat out)"
 grep -Eq '^  churn .*run_workload\.c:[0-9]+\) +200 +200\.00 KB  100\.00%$' out || fail "report of two plain profiles: the callsite row: $(cat out)"
+# A directory stands for the profiles in it (not one being written).
+mkdir "$tmp/pd" && cp "$tmp/p.pb.gz" "$tmp/pd/p.pb.gz" && cp "$tmp/p.pb.gz" "$tmp/pd/p.pb.gz.77" &&
+  echo partial >"$tmp/pd/p.pb.gz.tmp.78"
+"$culpert" report --top 0 "$tmp/pd" >out2 2>err || fail "report of a directory: $(cat err)"
+cmp -s out out2 || fail "report of a directory differs from its two files': $(diff out out2)"
+"$culpert" flamegraph "$tmp/pd" >out2 2>err || fail "flamegraph of a directory: $(cat err)"
+grep -Eq ';main;churn 204800$' out2 || fail "flamegraph of a directory: $(cat out2)"
 "$culpert" report - <"$tmp/p.pb.gz" >out 2>err || fail "report of a plain profile from stdin: $(cat err)"
 has out "No span in this profile: 'culpert report --no-span' shows where its bytes were" || fail "report from stdin: the hint: $(cat out)"
 "$culpert" report --inuse "$tmp/p.pb.gz" >out 2>err || fail "report --inuse of a plain profile: $(cat err)"

@@ -277,7 +277,7 @@ def group_errors(opts, c):
     shutil.copy(os.path.join(opts.work, "spec_before.pb.gz"), os.path.join(opts.work, "junk_dir"))
     shutil.copy(os.path.join(opts.work, "not_a_profile.pb.gz"), os.path.join(opts.work, "junk_dir", "z.pb.gz"))
     files = [
-        ("empty_directory", ["empty_dir", "spec_after.pb.gz"], [], "empty_dir is a directory with no profile in it"),
+        ("empty_directory", ["empty_dir", "spec_after.pb.gz"], [], "empty_dir: a directory with no profile in it"),
         ("directory_with_junk", ["spec_before.pb.gz", "junk_dir"], [], "junk_dir/z.pb.gz"),
         ("missing_before", ["no_such_file.pb.gz", "spec_after.pb.gz"], [], "no_such_file.pb.gz"),
         ("missing_after", ["spec_before.pb.gz", "missing_after.pb.gz"], [], "missing_after.pb.gz"),
