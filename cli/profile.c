@@ -2215,8 +2215,9 @@ static int push_dir(const char *dir, char ***v, size_t *n, size_t *cap, char *er
 {
   DIR *d = opendir(dir);
   if (!d) {
-    snprintf(err, errlen, "cannot read directory %s: %s", dir, strerror(errno));
-    return -errno;
+    int e = errno;
+    snprintf(err, errlen, "cannot read directory %s: %s", dir, strerror(e));
+    return -e;
   }
   size_t first = *n;
   int rc = 0;
