@@ -564,7 +564,7 @@ void culpert__output_at_exit(void);
 void culpert__output_at_immediate_exit(void);
 
 /* culpert__output_before_exec / culpert__output_exec_failed: around an
- * exec (the exec wrappers in malloc.c), the profile of the image about to
+ * exec (the exec wrappers in exec.c), the profile of the image about to
  * be replaced, when it recorded any sample, written from a forked copy to
  * <exit profile>.exec<N> (its exit profile's own name under
  * CULPERT_NO_CHILDREN=1); removed again, and the write lock given back,

@@ -1019,7 +1019,7 @@ void culpert__output_at_immediate_exit(void)
 
 /*
  * An exec replaces the program's image, whose exit handlers then never
- * run. The exec wrappers (malloc.c) have its profile written first, when
+ * run. The exec wrappers (exec.c) have its profile written first, when
  * it recorded any sample and the exec looks likely to succeed (the program
  * file is there and may be run), from a forked copy as for _exit: exec is
  * async-signal-safe and the usual call after fork. The exec'd program is
