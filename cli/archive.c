@@ -1591,35 +1591,41 @@ static void lowercase_sha(const char *sha, char out[65])
 int culpert__archive_upload(const struct culpert__archive *a, const char *path, const char *sha,
                             const char *branch, char **answer)
 {
-  int rc;
   unsigned char *data = NULL;
   size_t len = 0;
+  int rc = read_file(path, "profile", CULPERT_ARCHIVE_MAX_PROFILE, 0, &data, &len);
+  if (rc == 0)
+    rc = culpert__archive_upload_data(a, path, data, len, sha, branch, answer);
+  free(data);
+  return rc;
+}
+
+int culpert__archive_upload_data(const struct culpert__archive *a, const char *name,
+                                 const unsigned char *data, size_t len, const char *sha,
+                                 const char *branch, char **answer)
+{
   char lower[65];
 
   if (culpert__archive_check_sha(sha, NULL) < 0 || culpert__archive_check_branch(branch, NULL) < 0)
     return -EINVAL; /* the command validated both; this guards the paths we build */
   lowercase_sha(sha, lower);
-  rc = read_file(path, "profile", CULPERT_ARCHIVE_MAX_PROFILE, 0, &data, &len);
-  if (rc < 0)
-    goto out;
+  if (len > CULPERT_ARCHIVE_MAX_PROFILE) {
+    culpert__error("%s is %zu bytes; culpert uploads at most %u MiB", name, len,
+                   (unsigned)(CULPERT_ARCHIVE_MAX_PROFILE >> 20));
+    return -EFBIG;
+  }
   if (len < 2 || data[0] != 0x1f || data[1] != 0x8b) {
-    culpert__error("'%s' is not a gzip file (a .pb.gz profile starts with 1f 8b)", path);
-    rc = -EINVAL;
-    goto out;
+    culpert__error("'%s' is not a gzip file (a .pb.gz profile starts with 1f 8b)", name);
+    return -EINVAL;
   }
   /* pull refuses an incomplete stream, so nothing incomplete goes in */
   if (gzip_complete(data, len) < 0) {
-    culpert__error("'%s' is not a complete gzip stream (cut short or corrupt)", path);
-    rc = -EINVAL;
-    goto out;
+    culpert__error("'%s' is not a complete gzip stream (cut short or corrupt)", name);
+    return -EINVAL;
   }
   if (culpert__archive_is_local(a->endpoint))
-    rc = local_upload(a, lower, branch, data, len, answer);
-  else
-    rc = http_upload(a, path, lower, branch, data, len, answer);
-out:
-  free(data);
-  return rc;
+    return local_upload(a, lower, branch, data, len, answer);
+  return http_upload(a, name, lower, branch, data, len, answer);
 }
 
 int culpert__archive_pull(const struct culpert__archive *a, const char *sha, const char *latest_of,

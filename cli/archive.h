@@ -119,6 +119,11 @@ char *culpert__archive_redact(const char *text, const char *const *secrets);
  * negative errno. */
 int culpert__archive_upload(const struct culpert__archive *a, const char *path, const char *sha,
                             const char *branch, char **answer);
+/* The same for a profile in memory (a merge); `name` stands for it in
+ * messages. */
+int culpert__archive_upload_data(const struct culpert__archive *a, const char *name,
+                                 const unsigned char *data, size_t len, const char *sha,
+                                 const char *branch, char **answer);
 
 /* Fetches the profile of `sha`, or when `sha` is NULL the newest upload on
  * branch `latest_of` (by upload time, ties to the greater SHA). On success

@@ -20,6 +20,7 @@ int culpert__cmd_report(int argc, char **argv);
 int culpert__cmd_info(int argc, char **argv);
 int culpert__cmd_diff(int argc, char **argv);
 int culpert__cmd_flamegraph(int argc, char **argv);
+int culpert__cmd_merge(int argc, char **argv);
 int culpert__cmd_run(int argc, char **argv);
 int culpert__cmd_upload(int argc, char **argv);
 int culpert__cmd_pull(int argc, char **argv);

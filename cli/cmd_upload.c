@@ -4,26 +4,32 @@
  * its commit SHA and branch (cli/README.md, "upload").
  *
  * Every input is validated before anything touches the network or the
- * archive directory. stdout gets the archive's JSON answer only, so a CI
- * step can capture it; the human line goes to stderr.
+ * archive directory. Several files, or a directory of them (the processes
+ * of one run), are merged first, as `culpert merge` merges them. stdout gets the archive's JSON
+ * answer only, so a CI step can capture it; the human line goes to stderr.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "archive.h"
 #include "cli.h"
+#include "merge.h"
 
 enum { OPT_SHA = 1, OPT_BRANCH, OPT_HELP };
 
 static void usage(FILE *f)
 {
   fprintf(f,
-          "usage: culpert upload [OPTIONS] FILE\n\n"
+          "usage: culpert upload [OPTIONS] FILE...\n\n"
           "Stores the profile FILE (a .pb.gz) in the archive under a commit SHA and\n"
-          "branch; uploading a SHA again replaces it. Prints the archive's JSON answer\n"
+          "branch; uploading a SHA again replaces it. Several FILEs, or a directory\n"
+          "of them (the processes of one run), are merged into one profile first,\n"
+          "as 'culpert merge' does. Prints the archive's JSON answer\n"
           "{project, sha, branch, size, uploaded_at} on stdout.\n\n"
           "  --commit-sha SHA   7 to 64 hex digits [GITHUB_SHA]\n"
           "  --branch NAME      1-255 bytes of UTF-8 without control characters\n"
@@ -45,7 +51,8 @@ int culpert__cmd_upload(int argc, char **argv)
   };
   struct culpert__archive a;
   const char *sha = NULL, *branch = NULL, *why = NULL;
-  char *answer = NULL;
+  char *answer = NULL, *merged_name = NULL;
+  struct culpert__merged merged = {0};
   int rc = CULPERT_EXIT_ERROR, opt;
 
   culpert__archive_init(&a);
@@ -76,12 +83,13 @@ int culpert__cmd_upload(int argc, char **argv)
       goto out;
     }
   }
-  if (argc - optind != 1) {
-    culpert__error("upload: expected exactly one FILE, got %d (try 'culpert upload --help')",
-                   argc - optind);
+  if (argc - optind < 1) {
+    culpert__error("upload: no FILE given (try 'culpert upload --help')");
     goto out;
   }
   const char *file = argv[optind];
+  struct stat st;
+  bool merge = argc - optind > 1 || (stat(file, &st) == 0 && S_ISDIR(st.st_mode));
 
   if (!sha && getenv("GITHUB_SHA") && *getenv("GITHUB_SHA"))
     sha = getenv("GITHUB_SHA");
@@ -105,9 +113,28 @@ int culpert__cmd_upload(int argc, char **argv)
   }
   if (culpert__archive_resolve(&a) < 0)
     goto out;
-  /* The file is read and checked to be whole gzip before any request. */
-  if (culpert__archive_upload(&a, file, sha, branch, &answer) < 0)
+  if (merge) {
+    char err[1024];
+    if (culpert__merge_files((const char *const *)argv + optind, (size_t)(argc - optind), &merged,
+                             err, sizeof err) != 0) {
+      culpert__error("%s", err);
+      goto out;
+    }
+    if (asprintf(&merged_name, "%s%s (%zu profiles merged)", file, argc - optind > 1 ? " ..." : "",
+                 merged.nfiles) < 0) {
+      merged_name = NULL;
+      culpert__error("out of memory");
+      goto out;
+    }
+    file = merged_name;
+  }
+  /* The profile is read and checked to be whole gzip before any request. */
+  rc = merge ? culpert__archive_upload_data(&a, file, merged.gz, merged.gzlen, sha, branch, &answer)
+             : culpert__archive_upload(&a, file, sha, branch, &answer);
+  if (rc < 0) {
+    rc = CULPERT_EXIT_ERROR;
     goto out;
+  }
 
   size_t n = strlen(answer);
   fputs(answer, stdout);
@@ -122,5 +149,7 @@ int culpert__cmd_upload(int argc, char **argv)
   rc = CULPERT_EXIT_OK;
 out:
   free(answer);
+  free(merged_name);
+  culpert__merged_free(&merged);
   return rc;
 }

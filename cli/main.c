@@ -21,6 +21,7 @@ static const struct {
     {"info", culpert__cmd_info, "what a profile file holds"},
     {"diff", culpert__cmd_diff, "compare two profiles; exit 1 on a regression (CI gate)"},
     {"flamegraph", culpert__cmd_flamegraph, "folded stacks or an interactive SVG"},
+    {"merge", culpert__cmd_merge, "write several profiles as one"},
     {"run", culpert__cmd_run, "run a program under libculpert and report on it"},
     {"upload", culpert__cmd_upload, "store a profile in the archive by commit SHA"},
     {"pull", culpert__cmd_pull, "fetch a profile from the archive"},

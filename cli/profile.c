@@ -1959,6 +1959,60 @@ int culpert__profile_load(const char *path, struct culpert__profile **out, char 
   return culpert__profile_load_with(path, NULL, out, err, errlen);
 }
 
+int culpert__profile_read_plain(const char *path, unsigned char **out, size_t *outlen, char *err,
+                                size_t errlen)
+{
+  FILE *f = NULL;
+  unsigned char *buf = NULL, *plain = NULL;
+  size_t len = 0, plainlen = 0;
+  int rc;
+  bool is_stdin = strcmp(path, "-") == 0;
+  const char *name = is_stdin ? "standard input" : path;
+
+  *out = NULL;
+  *outlen = 0;
+  f = is_stdin ? stdin : fopen(path, "rb");
+  if (!f) {
+    rc = fail(err, errlen, name, -errno, "cannot open: %s", strerror(errno));
+    goto out;
+  }
+  rc = read_all(f, CULPERT_PROFILE_MAX_BYTES, &buf, &len);
+  if (rc == -EFBIG) {
+    rc = fail(err, errlen, name, rc, "file is larger than %u MiB (CULPERT_PROFILE_MAX_BYTES)",
+              CULPERT_PROFILE_MAX_BYTES >> 20);
+    goto out;
+  }
+  if (rc) {
+    rc = fail(err, errlen, name, rc, "cannot read: %s", strerror(-rc));
+    goto out;
+  }
+  if (len == 0) {
+    rc = fail(err, errlen, name, -EINVAL, "file is empty, not a profile");
+    goto out;
+  }
+  if (!is_gzip(buf, len)) {
+    *out = buf;
+    *outlen = len;
+    buf = NULL;
+    goto out;
+  }
+  rc = gunzip(buf, len, CULPERT_PROFILE_MAX_BYTES, name, &plain, &plainlen, err, errlen);
+  if (rc)
+    goto out;
+  if (plainlen == 0) {
+    free(plain);
+    rc = fail(err, errlen, name, -EINVAL, "gzip data is empty, not a profile");
+    goto out;
+  }
+  *out = plain;
+  *outlen = plainlen;
+out:
+  if (f && !is_stdin)
+    fclose(f);
+  free(buf);
+  return rc;
+}
+
 int culpert__profile_load_with(const char *path, const struct culpert__load_opts *opts,
                                struct culpert__profile **out, char *err, size_t errlen)
 {
@@ -2274,6 +2328,19 @@ static int expand_paths(const char *const *paths, size_t n, char ***out, size_t 
   *out = v;
   *nout = nv;
   return 0;
+}
+
+int culpert__profile_expand_paths(const char *const *paths, size_t n, char ***out, size_t *nout,
+                                  char *err, size_t errlen)
+{
+  return expand_paths(paths, n, out, nout, err, errlen);
+}
+
+void culpert__profile_paths_free(char **paths, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    free(paths[i]);
+  free(paths);
 }
 
 int culpert__profile_load_all(const char *const *given, size_t ngiven,

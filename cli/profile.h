@@ -167,6 +167,23 @@ int culpert__profile_load_all(const char *const *paths, size_t n,
                               culpert__profile_check_fn check, const void *arg,
                               struct culpert__profile **out, char *err, size_t errlen);
 
+/* The same list with each directory replaced by its profiles, as
+ * culpert__profile_load_all sees it: *out (n >= 1 strings) is freed with
+ * culpert__profile_paths_free. Returns 0, or a negative errno with the
+ * message in err. */
+int culpert__profile_expand_paths(const char *const *paths, size_t n, char ***out, size_t *nout,
+                                  char *err, size_t errlen);
+void culpert__profile_paths_free(char **paths, size_t n);
+
+/*
+ * culpert__profile_read_plain: the protobuf bytes of the file at `path`
+ * ("-" is stdin), inflated when it is gzipped, under the same size caps
+ * and with the same messages as the loader. Not validated: load the bytes
+ * with culpert__profile_load_buffer_with for that. *out is malloc'd.
+ */
+int culpert__profile_read_plain(const char *path, unsigned char **out, size_t *outlen, char *err,
+                                size_t errlen);
+
 /* Look up a culpert.* property ("culpert.stack"); NULL when absent. */
 const char *culpert__profile_prop(const struct culpert__profile *p, const char *key);
 

@@ -4,13 +4,14 @@
 would (inputs and env expanded, GITHUB_OUTPUT / GITHUB_STEP_SUMMARY files,
 `if:` conditions), against a local directory archive, and checks what a
 workflow author would see: first run without a baseline, a clean run, a
-regression that fails the job, and the same regression with failing turned
-off.
+regression that fails the job, the same regression with failing turned
+off, and a profile that is a directory (diffed and uploaded merged).
 
 usage: run_action_test.py ACTION_YML CULPERT MKPROFILE FIXTURE_DIR
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -122,6 +123,23 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, summary, log = run_action(tmp, dict(common, profile=after, **{"noise-sigma": "3"}),
                                        "e" * 40, "pr-4")
     check(rc in (0, 1) and "±" in summary, "noise gate shows the ± column")
+
+    # 6. A profile that is a directory (the processes of one run): diffed
+    #    merged, and uploaded as one merged profile.
+    run_dir = os.path.join(tmp, "run")
+    os.mkdir(run_dir)
+    shutil.copy(before, os.path.join(run_dir, "p.pb.gz"))
+    shutil.copy(after, os.path.join(run_dir, "p.pb.gz.4242"))
+    rc, out, summary, log = run_action(tmp, dict(common, profile=run_dir, upload="true",
+                                                 **{"fail-on-regression": "false"}), "f" * 40, "main")
+    check(rc == 0, "a directory profile is diffed and uploaded: " + log)
+    check("(2 profiles merged)" in summary, "the diff names the merged directory: " + summary)
+    pulled = os.path.join(tmp, "pulled.pb.gz")
+    subprocess.run([culpert, "pull", "--endpoint", archive, "--sha", "f" * 40, "-o", pulled], check=True,
+                   capture_output=True)
+    report = lambda *paths: subprocess.run([culpert, "report", *paths], capture_output=True,
+                                           text=True).stdout.split("\n", 1)[1]
+    check(report(pulled) == report(run_dir), "the archive holds the directory's profiles merged")
 
 print("%d passed, %d failed" % (checks - len(failures), len(failures)))
 sys.exit(1 if failures else 0)

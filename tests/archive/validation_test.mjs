@@ -20,6 +20,8 @@ const empty = path.join(dir, "empty.pb.gz");
 fs.writeFileSync(empty, "");
 const truncated = path.join(dir, "truncated.pb.gz");
 fs.writeFileSync(truncated, good.bytes.subarray(0, good.bytes.length - 8));
+const emptyDir = path.join(dir, "nothing");
+fs.mkdirSync(emptyDir);
 const SHA = "0123456789abcdef0123456789abcdef01234567";
 
 before(async () => {
@@ -39,9 +41,12 @@ const cases = [
 	["FILE is not gzip", () => up("--commit-sha", SHA, "--branch", "main", notGzip), {}, /'.*plain\.txt' is not a gzip file/],
 	["FILE is a cut-short gzip", () => up("--commit-sha", SHA, "--branch", "main", truncated), {}, /'.*truncated\.pb\.gz' is not a complete gzip stream/],
 	["FILE is empty", () => up("--commit-sha", SHA, "--branch", "main", empty), {}, /'.*empty\.pb\.gz' is not a gzip file/],
-	["FILE is a directory", () => up("--commit-sha", SHA, "--branch", "main", dir), {}, /is not a regular file/],
-	["no FILE", () => up("--commit-sha", SHA, "--branch", "main"), {}, /expected exactly one FILE/],
-	["two FILEs", () => up("--commit-sha", SHA, "--branch", "main", good.file, good.file), {}, /expected exactly one FILE/],
+	// A directory, or several FILEs, are merged first: every file is loaded
+	// and validated as a profile before any request.
+	["FILE is a directory with a damaged profile", () => up("--commit-sha", SHA, "--branch", "main", dir), {}, /empty\.pb\.gz: file is empty, not a profile/],
+	["FILE is an empty directory", () => up("--commit-sha", SHA, "--branch", "main", emptyDir), {}, /a directory with no profile in it/],
+	["no FILE", () => up("--commit-sha", SHA, "--branch", "main"), {}, /no FILE given/],
+	["two FILEs that are not profiles", () => up("--commit-sha", SHA, "--branch", "main", good.file, good.file), {}, /good\.pb\.gz: not a pprof profile/],
 	["no SHA", () => up("--branch", "main", good.file), {}, /--commit-sha or set GITHUB_SHA/],
 	["short SHA", () => up("--commit-sha", "abc123", "--branch", "main", good.file), {}, /bad --commit-sha .*7 to 64 hex/],
 	["non-hex SHA", () => up("--commit-sha", "abcdefg", "--branch", "main", good.file), {}, /bad --commit-sha/],

@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 
-COMMANDS = ["report", "info", "diff", "flamegraph", "run", "upload", "pull"]
+COMMANDS = ["report", "info", "diff", "flamegraph", "merge", "run", "upload", "pull"]
 OPT_TABLE = re.compile(r'\{\s*"([a-z][a-z0-9-]*)"\s*,\s*(?:no_argument|required_argument|optional_argument)')
 OPT_LITERAL = re.compile(r'"(--[a-z][a-z0-9-]*)')
 OPT_TEXT = re.compile(r'(?<![\w-])(--[a-z][a-z0-9-]*)')
