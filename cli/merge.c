@@ -28,11 +28,12 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include "format.h"
 #include "profile.h"
@@ -273,6 +274,50 @@ static int64_t file_span_resolve(struct spans *s, struct file_spans *f, size_t k
   return f->new_id[k] = span_intern(s, parent, f->name[k]);
 }
 
+/* ---- where the unpacked inputs live ------------------------------------- */
+
+/* protobuf-c allocates several blocks per sample; a bump arena takes them
+ * at a fraction of malloc's cost and memory and frees them all at once. */
+struct chunk {
+  struct chunk *next;
+  size_t used, size;
+  max_align_t data[];
+};
+
+static void *arena_alloc(void *arg, size_t n)
+{
+  struct chunk **head = arg;
+  n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+  struct chunk *c = *head;
+  if (!c || c->size - c->used < n) {
+    size_t size = n > (1u << 20) ? n : (1u << 20);
+    if (!(c = malloc(sizeof *c + size)))
+      return NULL;
+    c->next = *head;
+    c->used = 0;
+    c->size = size;
+    *head = c;
+  }
+  void *p = (char *)c->data + c->used;
+  c->used += n;
+  return p;
+}
+
+static void arena_no_free(void *arg, void *p)
+{
+  (void)arg;
+  (void)p;
+}
+
+static void arena_free_all(struct chunk *c)
+{
+  while (c) {
+    struct chunk *next = c->next;
+    free(c);
+    c = next;
+  }
+}
+
 /* ---- the merge ------------------------------------------------------------- */
 
 struct input {
@@ -283,6 +328,8 @@ struct input {
 };
 
 struct merge {
+  struct chunk *arena; /* the unpacked inputs */
+  ProtobufCAllocator alloc;
   struct input *in;
   size_t n;
   struct strtab strs;
@@ -380,7 +427,9 @@ static int read_inputs(struct merge *m)
       return rc;
     in->rate = p->rate;
     culpert__profile_free(p);
-    in->pb = perftools__profiles__profile__unpack(NULL, len, in->plain);
+    in->pb = perftools__profiles__profile__unpack(&m->alloc, len, in->plain);
+    free(in->plain); /* protobuf-c copied what it keeps */
+    in->plain = NULL;
     if (!in->pb)
       return fail(m, -ENOMEM, "%s: out of memory decoding the profile", name);
     if (i > 0 && !same_types(&m->in[0], in)) {
@@ -715,26 +764,20 @@ static int merge_comments(struct merge *m, int64_t **out, size_t *nout)
 
 /* ---- output ------------------------------------------------------------------ */
 
+/* gzip `in` with libdeflate at level 6, gzip's default (several times
+ * zlib's speed at the same level on a big profile). */
 static int gzip_bytes(struct merge *m, const uint8_t *in, size_t len, struct culpert__merged *out)
 {
-  z_stream zs;
-  memset(&zs, 0, sizeof zs);
-  if (deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+  struct libdeflate_compressor *c = libdeflate_alloc_compressor(6);
+  if (!c)
     return nomem(m);
-  size_t cap = deflateBound(&zs, (uLong)len);
+  size_t cap = libdeflate_gzip_compress_bound(c, len);
   unsigned char *buf = malloc(cap);
-  if (!buf) {
-    deflateEnd(&zs);
+  size_t used = buf ? libdeflate_gzip_compress(c, in, len, buf, cap) : 0;
+  libdeflate_free_compressor(c);
+  if (!buf)
     return nomem(m);
-  }
-  zs.next_in = (Bytef *)(uintptr_t)in;
-  zs.avail_in = (uInt)len;
-  zs.next_out = buf;
-  zs.avail_out = (uInt)cap;
-  int z = deflate(&zs, Z_FINISH);
-  size_t used = cap - zs.avail_out;
-  deflateEnd(&zs);
-  if (z != Z_STREAM_END) {
+  if (used == 0) {
     free(buf);
     return fail(m, -EIO, "cannot compress the merged profile");
   }
@@ -857,6 +900,7 @@ int culpert__merge_files(const char *const *paths, size_t n, struct culpert__mer
                          size_t errlen)
 {
   struct merge m = {.err = err, .errlen = errlen};
+  m.alloc = (ProtobufCAllocator){arena_alloc, arena_no_free, &m.arena};
   char **expanded = NULL;
   size_t nexp = 0;
   int rc;
@@ -898,11 +942,9 @@ int culpert__merge_files(const char *const *paths, size_t n, struct culpert__mer
   if (rc == 0)
     out->nfiles = nexp;
 out:
-  for (size_t i = 0; m.in && i < nexp; i++) {
-    if (m.in[i].pb)
-      perftools__profiles__profile__free_unpacked(m.in[i].pb, NULL);
+  for (size_t i = 0; m.in && i < nexp; i++)
     free(m.in[i].plain);
-  }
+  arena_free_all(m.arena);
   free(m.in);
   strtab_free(&m.strs);
   spans_free(&m.spans);
