@@ -446,6 +446,35 @@ static bool any_samples(const struct other *v, long n)
   return false;
 }
 
+/* `path` as one shell word, to paste: as it is when it holds nothing the
+ * shell reads specially, else in double quotes, else (it holds $, `, \,
+ * " or !) in single quotes with each ' written '\''. */
+static void shell_word(const char *path, char *buf, size_t len)
+{
+  static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                             "_./,:@%+=-";
+  if (path[0] && strspn(path, safe) == strlen(path)) {
+    snprintf(buf, len, "%s", path);
+    return;
+  }
+  if (!strpbrk(path, "$`\\\"!")) {
+    snprintf(buf, len, "\"%s\"", path);
+    return;
+  }
+  size_t o = 0;
+  buf[o++] = '\'';
+  for (const char *c = path; *c && o + 6 < len; c++) {
+    if (*c == '\'') {
+      memcpy(buf + o, "'\\''", 4);
+      o += 4;
+    } else {
+      buf[o++] = *c;
+    }
+  }
+  buf[o++] = '\'';
+  buf[o] = '\0';
+}
+
 /* After the report, what was still allocated when the profile was
  * written (at exit: never freed), and the peak of the in-use estimate for
  * one process (several processes' peaks were at different times), with
@@ -464,8 +493,10 @@ static void inuse_summary(char **files, int n)
            culpert__fmt_bytes(b, p->total_inuse_bytes), p->total_inuse_objects);
     if (n == 1 && culpert__profile_peak_inuse(p, &peak) > 0)
       printf(", peak %s", culpert__fmt_bytes(pb, peak));
+    char word[3 * PATH_MAX];
+    shell_word(files[0], word, sizeof word);
     printf(";\n'culpert report --inuse%s%s%s' shows where.\n", n == 1 ? " " : "",
-           n == 1 ? files[0] : "", n == 1 ? "" : " FILE...");
+           n == 1 ? word : "", n == 1 ? "" : " FILE...");
   }
   culpert__profile_free(p);
 }

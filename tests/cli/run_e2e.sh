@@ -79,6 +79,12 @@ has out "Still in use when the profile was written (estimated): 100.00 KB in 10 
 has out "'culpert report --inuse $tmp/l.pb.gz' shows where." || fail "leak run: the command: $(cat out)"
 "$culpert" report --inuse "$tmp/l.pb.gz" >out 2>err || fail "leak: report --inuse: $(cat err)"
 grep -q '^cache_fill  *100\.00 KB  100\.00%  (self 100\.00 KB)$' out || fail "leak: report --inuse: $(cat out)"
+# A path with a space is quoted for the shell, one with a $ too.
+mkdir "$tmp/my dir" "$tmp/a\$b"
+"$culpert" run --rate 0 -o "$tmp/my dir/l.pb.gz" -- "$workload" leak >out 2>err || fail "leak run in 'my dir': $(cat err)"
+has out "'culpert report --inuse \"$tmp/my dir/l.pb.gz\"' shows where." || fail "leak run: the quoted command: $(cat out)"
+"$culpert" run --rate 0 -o "$tmp/a\$b/l.pb.gz" -- "$workload" leak >out 2>err || fail "leak run in 'a\$b': $(cat err)"
+has out "'culpert report --inuse '$tmp/a\$b/l.pb.gz'' shows where." || fail "leak run: the single-quoted command: $(cat out)"
 
 # 2. The program's exit status passes through, report still printed.
 "$culpert" run --rate 4K -o b.pb.gz -- "$workload" 7 >out 2>err
