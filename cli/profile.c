@@ -1959,56 +1959,51 @@ int culpert__profile_load(const char *path, struct culpert__profile **out, char 
   return culpert__profile_load_with(path, NULL, out, err, errlen);
 }
 
+/* Read the file at `path` ("-" is stdin, called `name` in messages) into
+ * a malloc'd buffer, refusing more than CULPERT_PROFILE_MAX_BYTES. */
+static int read_path(const char *path, const char *name, unsigned char **buf, size_t *len,
+                     char *err, size_t errlen)
+{
+  bool is_stdin = strcmp(path, "-") == 0;
+  FILE *f = is_stdin ? stdin : fopen(path, "rb");
+  if (!f)
+    return fail(err, errlen, name, -errno, "cannot open: %s", strerror(errno));
+  int rc = read_all(f, CULPERT_PROFILE_MAX_BYTES, buf, len);
+  if (!is_stdin)
+    fclose(f);
+  if (rc == -EFBIG)
+    return fail(err, errlen, name, rc, "file is larger than %u MiB (CULPERT_PROFILE_MAX_BYTES)",
+                CULPERT_PROFILE_MAX_BYTES >> 20);
+  if (rc)
+    return fail(err, errlen, name, rc, "cannot read: %s", strerror(-rc));
+  return 0;
+}
+
 int culpert__profile_read_plain(const char *path, unsigned char **out, size_t *outlen, char *err,
                                 size_t errlen)
 {
-  FILE *f = NULL;
-  unsigned char *buf = NULL, *plain = NULL;
-  size_t len = 0, plainlen = 0;
-  int rc;
-  bool is_stdin = strcmp(path, "-") == 0;
-  const char *name = is_stdin ? "standard input" : path;
+  unsigned char *buf = NULL;
+  size_t len = 0;
+  const char *name = strcmp(path, "-") == 0 ? "standard input" : path;
 
   *out = NULL;
   *outlen = 0;
-  f = is_stdin ? stdin : fopen(path, "rb");
-  if (!f) {
-    rc = fail(err, errlen, name, -errno, "cannot open: %s", strerror(errno));
-    goto out;
-  }
-  rc = read_all(f, CULPERT_PROFILE_MAX_BYTES, &buf, &len);
-  if (rc == -EFBIG) {
-    rc = fail(err, errlen, name, rc, "file is larger than %u MiB (CULPERT_PROFILE_MAX_BYTES)",
-              CULPERT_PROFILE_MAX_BYTES >> 20);
-    goto out;
-  }
-  if (rc) {
-    rc = fail(err, errlen, name, rc, "cannot read: %s", strerror(-rc));
-    goto out;
-  }
+  int rc = read_path(path, name, &buf, &len, err, errlen);
+  if (rc)
+    return rc;
   if (len == 0) {
     rc = fail(err, errlen, name, -EINVAL, "file is empty, not a profile");
-    goto out;
-  }
-  if (!is_gzip(buf, len)) {
+  } else if (!is_gzip(buf, len)) {
     *out = buf;
     *outlen = len;
-    buf = NULL;
-    goto out;
-  }
-  rc = gunzip(buf, len, CULPERT_PROFILE_MAX_BYTES, name, &plain, &plainlen, err, errlen);
-  if (rc)
-    goto out;
-  if (plainlen == 0) {
-    free(plain);
+    return 0;
+  } else if ((rc = gunzip(buf, len, CULPERT_PROFILE_MAX_BYTES, name, out, outlen, err, errlen)) ==
+                 0 &&
+             *outlen == 0) {
+    free(*out);
+    *out = NULL;
     rc = fail(err, errlen, name, -EINVAL, "gzip data is empty, not a profile");
-    goto out;
   }
-  *out = plain;
-  *outlen = plainlen;
-out:
-  if (f && !is_stdin)
-    fclose(f);
   free(buf);
   return rc;
 }
@@ -2016,29 +2011,15 @@ out:
 int culpert__profile_load_with(const char *path, const struct culpert__load_opts *opts,
                                struct culpert__profile **out, char *err, size_t errlen)
 {
-  FILE *f = NULL;
   unsigned char *buf = NULL;
   size_t len = 0;
-  int rc;
   bool is_stdin = strcmp(path, "-") == 0;
   const char *name = is_stdin ? "standard input" : path;
 
   *out = NULL;
-  f = is_stdin ? stdin : fopen(path, "rb");
-  if (!f) {
-    rc = fail(err, errlen, name, -errno, "cannot open: %s", strerror(errno));
-    goto out;
-  }
-  rc = read_all(f, CULPERT_PROFILE_MAX_BYTES, &buf, &len);
-  if (rc == -EFBIG) {
-    rc = fail(err, errlen, name, rc, "file is larger than %u MiB (CULPERT_PROFILE_MAX_BYTES)",
-              CULPERT_PROFILE_MAX_BYTES >> 20);
-    goto out;
-  }
-  if (rc) {
-    rc = fail(err, errlen, name, rc, "cannot read: %s", strerror(-rc));
-    goto out;
-  }
+  int rc = read_path(path, name, &buf, &len, err, errlen);
+  if (rc)
+    return rc;
   rc = load(buf, len, &buf, name, opts, out, err, errlen);
   if (rc == 0 && is_stdin) {
     /* profile->path is what the caller passed. */
@@ -2049,9 +2030,6 @@ int culpert__profile_load_with(const char *path, const struct culpert__load_opts
       rc = fail(err, errlen, name, -ENOMEM, "out of memory loading the profile");
     }
   }
-out:
-  if (f && !is_stdin)
-    fclose(f);
   free(buf);
   return rc;
 }
