@@ -413,16 +413,17 @@ static void describe_types(const struct input *in, char *buf, size_t len)
 /* Read, validate and unpack every input. */
 static int read_inputs(struct merge *m)
 {
-  static const struct culpert__load_opts no_stacks = {.stacks = CULPERT_STACKS_NONE};
   for (size_t i = 0; i < m->n; i++) {
     struct input *in = &m->in[i];
     const char *name = display(in);
     size_t len;
     struct culpert__profile *p;
-    int rc = culpert__profile_read_plain(in->path, &in->plain, &len, m->err, m->errlen);
+    struct culpert__load_opts opts = {.stacks = CULPERT_STACKS_NONE};
+    int rc =
+        culpert__profile_read_plain(in->path, &in->plain, &len, &opts.inflated, m->err, m->errlen);
     if (rc)
       return rc;
-    rc = culpert__profile_load_buffer_with(in->plain, len, name, &no_stacks, &p, m->err, m->errlen);
+    rc = culpert__profile_load_buffer_with(in->plain, len, name, &opts, &p, m->err, m->errlen);
     if (rc)
       return rc;
     in->rate = p->rate;

@@ -1921,7 +1921,7 @@ static int load(const void *data, size_t len, unsigned char **owned, const char 
                       .pb_arena = &pb_arena,
                       .buf = raw,
                       .buflen = rawlen,
-                      .gzipped = gzipped,
+                      .gzipped = gzipped || (opts && opts->inflated),
                       .release_input = gzipped || owned,
                       .name = name,
                       .err = err,
@@ -1979,8 +1979,8 @@ static int read_path(const char *path, const char *name, unsigned char **buf, si
   return 0;
 }
 
-int culpert__profile_read_plain(const char *path, unsigned char **out, size_t *outlen, char *err,
-                                size_t errlen)
+int culpert__profile_read_plain(const char *path, unsigned char **out, size_t *outlen,
+                                bool *inflated, char *err, size_t errlen)
 {
   unsigned char *buf = NULL;
   size_t len = 0;
@@ -1988,18 +1988,22 @@ int culpert__profile_read_plain(const char *path, unsigned char **out, size_t *o
 
   *out = NULL;
   *outlen = 0;
+  *inflated = false;
   int rc = read_path(path, name, &buf, &len, err, errlen);
   if (rc)
     return rc;
   if (len == 0) {
-    rc = fail(err, errlen, name, -EINVAL, "file is empty, not a profile");
-  } else if (!is_gzip(buf, len)) {
+    free(buf);
+    return fail(err, errlen, name, -EINVAL, "file is empty, not a profile");
+  }
+  if (!is_gzip(buf, len)) {
     *out = buf;
     *outlen = len;
     return 0;
-  } else if ((rc = gunzip(buf, len, CULPERT_PROFILE_MAX_BYTES, name, out, outlen, err, errlen)) ==
-                 0 &&
-             *outlen == 0) {
+  }
+  *inflated = true;
+  rc = gunzip(buf, len, CULPERT_PROFILE_MAX_BYTES, name, out, outlen, err, errlen);
+  if (rc == 0 && *outlen == 0) {
     free(*out);
     *out = NULL;
     rc = fail(err, errlen, name, -EINVAL, "gzip data is empty, not a profile");

@@ -115,6 +115,10 @@ struct culpert__load_opts {
    * 4 or 8 forces that many (others round down; files with inlined frames
    * always use one). Model and messages are the same for every count. */
   unsigned threads;
+  /* The bytes given to a _buffer loader were inflated from a gzip file
+   * (culpert__profile_read_plain): messages say "after gunzip", as for
+   * the file itself. */
+  bool inflated;
 };
 
 /*
@@ -179,10 +183,11 @@ void culpert__profile_paths_free(char **paths, size_t n);
  * culpert__profile_read_plain: the protobuf bytes of the file at `path`
  * ("-" is stdin), inflated when it is gzipped, under the same size caps
  * and with the same messages as the loader. Not validated: load the bytes
- * with culpert__profile_load_buffer_with for that. *out is malloc'd.
+ * with culpert__profile_load_buffer_with for that, passing *inflated
+ * (whether the file was gzipped) in the options. *out is malloc'd.
  */
-int culpert__profile_read_plain(const char *path, unsigned char **out, size_t *outlen, char *err,
-                                size_t errlen);
+int culpert__profile_read_plain(const char *path, unsigned char **out, size_t *outlen,
+                                bool *inflated, char *err, size_t errlen);
 
 /* Look up a culpert.* property ("culpert.stack"); NULL when absent. */
 const char *culpert__profile_prop(const struct culpert__profile *p, const char *key);

@@ -28,10 +28,10 @@ mk() {
   "$mkprofile" "$name.txt" "$name" || { echo "FAIL: mkprofile for $name"; exit 1; }
 }
 
-# expect FILE MESSAGE: both commands exit 2 and print exactly
+# expect FILE MESSAGE: report, info and merge exit 2 and print exactly
 # "culpert: error: FILE: MESSAGE".
 expect() {
-  for cmd in report info; do
+  for cmd in report info merge; do
     "$culpert" $cmd "$1" >out 2>err
     rc=$?
     want="culpert: error: $1: $2"
