@@ -355,11 +355,17 @@ static int nomem(struct merge *m)
   return fail(m, -ENOMEM, "out of memory merging the profiles");
 }
 
+/* How messages name an input. */
+static const char *display(const struct input *in)
+{
+  return strcmp(in->path, "-") == 0 ? "standard input" : in->path;
+}
+
 /* `*idx`, an index into in's string table, as an index into the output's. */
 static int restring(struct merge *m, const struct input *in, int64_t *idx)
 {
   if (*idx < 0 || (size_t)*idx >= in->pb->n_string_table)
-    return fail(m, -EINVAL, "%s: string index %" PRId64 " out of range", in->path, *idx);
+    return fail(m, -EINVAL, "%s: string index %" PRId64 " out of range", display(in), *idx);
   int64_t v = intern(&m->strs, in->pb->string_table[*idx]);
   if (v < 0)
     return nomem(m);
@@ -370,12 +376,6 @@ static int restring(struct merge *m, const struct input *in, int64_t *idx)
 static const char *str_of(const struct input *in, int64_t idx)
 {
   return idx >= 0 && (size_t)idx < in->pb->n_string_table ? in->pb->string_table[idx] : "";
-}
-
-/* How messages name an input. */
-static const char *display(const struct input *in)
-{
-  return strcmp(in->path, "-") == 0 ? "standard input" : in->path;
 }
 
 /* Whether two files hold the same sample types and period type. */
