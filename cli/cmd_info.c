@@ -178,10 +178,11 @@ static void show(const struct culpert__profile *p, long spans)
     if (gmtime_r(&t, &tm) && strftime(v, sizeof v, "%Y-%m-%d %H:%M:%S UTC", &tm))
       line("Captured", v);
   }
+  /* A merged file (culpert merge) lists several, joined by ','. */
   if ((s = culpert__profile_prop(p, "culpert.pid")))
-    line("Process id", s);
+    line(strchr(s, ',') ? "Process ids" : "Process id", s);
   if ((s = culpert__profile_prop(p, "culpert.exe")))
-    line("Executable", s);
+    line(strchr(s, ',') ? "Executables" : "Executable", s);
   snprintf(v, sizeof v, "%zu records, %zu frames", p->nsamples, p->nframes);
   line("Stacks", v);
 

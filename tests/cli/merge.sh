@@ -27,6 +27,7 @@ time_nanos 1700000000000000000
 duration_nanos 2000000000
 mapping /usr/bin/app
 comment culpert.dropped_samples=2
+comment culpert.exe=app
 comment culpert.peak_inuse_bytes=1000000
 comment culpert.pid=100
 comment culpert.stack=libunwind
@@ -42,6 +43,7 @@ time_nanos 1700000001000000000
 duration_nanos 3000000000
 mapping /usr/bin/app
 comment culpert.dropped_samples=3
+comment culpert.exe=app
 comment culpert.peak_inuse_bytes=2000000
 comment culpert.pid=200
 comment culpert.stack=libunwind
@@ -95,7 +97,8 @@ else
 fi
 "$culpert" info ab.pb.gz >info.txt 2>err || fail "info of the merged file: $(cat err)"
 has info.txt "Dropped samples: 5" || fail "info: dropped samples not summed: $(cat info.txt)"
-has info.txt "Process id:      100,200" || fail "info: pids: $(cat info.txt)"
+has info.txt "Process ids:     100,200" || fail "info: pids: $(cat info.txt)"
+has info.txt "Executable:      app" || fail "info: the one executable: $(cat info.txt)"
 has info.txt "Peak in-use" && fail "info shows a peak for a merge: $(cat info.txt)"
 has info.txt "Duration:        4.00 s" || fail "info: duration from a's start to b's end: $(cat info.txt)"
 
