@@ -112,6 +112,22 @@ cmp -s d.pb.gz ab.pb.gz || fail "merge of a directory differs from merge of its 
 "$culpert" report a.pb.gz b.pb.gz a.pb.gz | sed 1d >want.txt
 "$culpert" report aba.pb.gz | sed 1d | cmp -s - want.txt || fail "merge of a merge: report differs"
 
+# A damaged span tree (parents in a cycle, a span its own parent) merges
+# and reads as the files read together.
+cat >cyc.txt <<'EOF'
+rate 65536
+span 1 2 alpha
+span 2 1 beta
+span 3 3 gamma
+sample span=1 bytes=65536 objects=1 samples=1 stack=main;a;malloc
+sample span=2 bytes=131072 objects=2 samples=2 stack=main;b;malloc
+sample span=3 bytes=65536 objects=1 samples=1 stack=main;c;malloc
+EOF
+"$mkprofile" cyc.txt cyc.pb.gz || exit 1
+"$culpert" merge -o cc.pb.gz cyc.pb.gz cyc.pb.gz 2>err || fail "merge of span cycles: $(cat err)"
+"$culpert" report cyc.pb.gz cyc.pb.gz | sed 1d >want.txt
+"$culpert" report cc.pb.gz | sed 1d | cmp -s - want.txt || fail "merge of span cycles: report differs"
+
 # 4. Refusals: exit 2, a message naming the file, nothing written.
 sed 's/^rate 65536/rate 4096/' b.txt >c.txt && "$mkprofile" c.txt c.pb.gz
 echo keep >out.pb.gz
