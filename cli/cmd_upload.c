@@ -5,8 +5,9 @@
  *
  * Every input is validated before anything touches the network or the
  * archive directory. Several files, or a directory of them (the processes
- * of one run), are merged first, as `culpert merge` merges them. stdout gets the archive's JSON
- * answer only, so a CI step can capture it; the human line goes to stderr.
+ * of one run), are merged first, as `culpert merge` merges them. stdout
+ * gets the archive's JSON answer only, so a CI step can capture it; the
+ * human line goes to stderr.
  */
 #include <errno.h>
 #include <getopt.h>
