@@ -39,6 +39,7 @@
 #include <zlib.h>
 
 #include "archive.h"
+#include "profile.h"
 #include "cli.h"
 
 #define DEFAULT_PROJECT    "default"
@@ -1588,27 +1589,10 @@ static void lowercase_sha(const char *sha, char out[65])
   out[i] = '\0';
 }
 
-int culpert__archive_upload(const struct culpert__archive *a, const char *path, const char *sha,
-                            const char *branch, char **answer)
+/* What every upload checks of its bytes before any request: the size, and
+ * a whole gzip stream (pull refuses an incomplete one, so none goes in). */
+static int check_upload(const char *name, const unsigned char *data, size_t len)
 {
-  unsigned char *data = NULL;
-  size_t len = 0;
-  int rc = read_file(path, "profile", CULPERT_ARCHIVE_MAX_PROFILE, 0, &data, &len);
-  if (rc == 0)
-    rc = culpert__archive_upload_data(a, path, data, len, sha, branch, answer);
-  free(data);
-  return rc;
-}
-
-int culpert__archive_upload_data(const struct culpert__archive *a, const char *name,
-                                 const unsigned char *data, size_t len, const char *sha,
-                                 const char *branch, char **answer)
-{
-  char lower[65];
-
-  if (culpert__archive_check_sha(sha, NULL) < 0 || culpert__archive_check_branch(branch, NULL) < 0)
-    return -EINVAL; /* the command validated both; this guards the paths we build */
-  lowercase_sha(sha, lower);
   if (len > CULPERT_ARCHIVE_MAX_PROFILE) {
     culpert__error("%s is %zu bytes; culpert uploads at most %u MiB", name, len,
                    (unsigned)(CULPERT_ARCHIVE_MAX_PROFILE >> 20));
@@ -1618,14 +1602,56 @@ int culpert__archive_upload_data(const struct culpert__archive *a, const char *n
     culpert__error("'%s' is not a gzip file (a .pb.gz profile starts with 1f 8b)", name);
     return -EINVAL;
   }
-  /* pull refuses an incomplete stream, so nothing incomplete goes in */
   if (gzip_complete(data, len) < 0) {
     culpert__error("'%s' is not a complete gzip stream (cut short or corrupt)", name);
     return -EINVAL;
   }
+  return 0;
+}
+
+/* Sends checked bytes to the archive. */
+static int send_upload(const struct culpert__archive *a, const char *name,
+                       const unsigned char *data, size_t len, const char *sha, const char *branch,
+                       char **answer)
+{
+  char lower[65];
+  if (culpert__archive_check_sha(sha, NULL) < 0 || culpert__archive_check_branch(branch, NULL) < 0)
+    return -EINVAL; /* the command validated both; this guards the paths we build */
+  lowercase_sha(sha, lower);
   if (culpert__archive_is_local(a->endpoint))
     return local_upload(a, lower, branch, data, len, answer);
   return http_upload(a, name, lower, branch, data, len, answer);
+}
+
+int culpert__archive_upload(const struct culpert__archive *a, const char *path, const char *sha,
+                            const char *branch, char **answer)
+{
+  static const struct culpert__load_opts no_stacks = {.stacks = CULPERT_STACKS_NONE};
+  unsigned char *data = NULL;
+  size_t len = 0;
+  struct culpert__profile *p = NULL;
+  char err[1024];
+  int rc = read_file(path, "profile", CULPERT_ARCHIVE_MAX_PROFILE, 0, &data, &len);
+  if (rc == 0)
+    rc = check_upload(path, data, len);
+  /* A file every later diff of the branch reads must be a profile: the
+   * loader's checks, as any command makes them, before any request. */
+  if (rc == 0 &&
+      (rc = culpert__profile_load_buffer_with(data, len, path, &no_stacks, &p, err, sizeof err)))
+    culpert__error("%s; not uploaded", err);
+  culpert__profile_free(p);
+  if (rc == 0)
+    rc = send_upload(a, path, data, len, sha, branch, answer);
+  free(data);
+  return rc;
+}
+
+int culpert__archive_upload_data(const struct culpert__archive *a, const char *name,
+                                 const unsigned char *data, size_t len, const char *sha,
+                                 const char *branch, char **answer)
+{
+  int rc = check_upload(name, data, len);
+  return rc ? rc : send_upload(a, name, data, len, sha, branch, answer);
 }
 
 int culpert__archive_pull(const struct culpert__archive *a, const char *sha, const char *latest_of,

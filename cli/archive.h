@@ -112,15 +112,16 @@ int culpert__archive_check_project(const char *project, const char **why);
 char *culpert__archive_redact(const char *text, const char *const *secrets);
 
 /* Stores the profile at `path` under (project, sha) with `branch`,
- * replacing an earlier upload of that SHA. `sha` must be valid (any case;
+ * replacing an earlier upload of that SHA. The file must be a complete
+ * gzip stream that the profile loader accepts. `sha` must be valid (any case;
  * it is stored in lowercase). On success *answer is the archive's JSON
  * description of the upload ({project, sha, branch, size, uploaded_at}),
  * redacted, owned by the caller. Errors are printed; returns 0 or a
  * negative errno. */
 int culpert__archive_upload(const struct culpert__archive *a, const char *path, const char *sha,
                             const char *branch, char **answer);
-/* The same for a profile in memory (a merge); `name` stands for it in
- * messages. */
+/* The same for a profile in memory that the caller made and validated (a
+ * merge); `name` stands for it in messages. */
 int culpert__archive_upload_data(const struct culpert__archive *a, const char *name,
                                  const unsigned char *data, size_t len, const char *sha,
                                  const char *branch, char **answer);

@@ -34,9 +34,39 @@ export function tempDir(label) {
 	return dir;
 }
 
-/** Writes a gzip file of `size` random bytes; returns its path and bytes. */
+function varint(n) {
+	const out = [];
+	for (; n >= 0x80; n = Math.floor(n / 128)) out.push((n % 128) | 0x80);
+	out.push(n);
+	return Buffer.from(out);
+}
+// A length-delimited field `num` holding `body`.
+function field(num, body) {
+	return Buffer.concat([varint(num * 8 + 2), varint(body.length), body]);
+}
+// A varint field `num` holding `n`.
+function number(num, n) {
+	return Buffer.concat([varint(num * 8), varint(n)]);
+}
+
+/**
+ * Writes a gzipped pprof profile with culpert's sample types, no samples,
+ * and `size` random bytes in a field readers skip (number 100), so every
+ * file differs and its size is about `size`; returns its path and bytes.
+ * upload checks that what it sends is a profile.
+ */
 export function makeProfile(dir, name, size = 2000) {
-	const bytes = zlib.gzipSync(randomBytes(size));
+	const strings = ["", "alloc_objects", "count", "alloc_space", "bytes", "inuse_objects", "inuse_space", "samples", "space"];
+	const valueType = (type, unit) => Buffer.concat([number(1, type), number(2, unit)]);
+	const pb = Buffer.concat([
+		...[[1, 2], [3, 4], [5, 2], [6, 4], [7, 2]].map(([t, u]) => field(1, valueType(t, u))),
+		...strings.map((str) => field(6, Buffer.from(str))),
+		field(11, valueType(8, 4)),
+		number(12, 524288),
+		number(14, 3),
+		field(100, randomBytes(size)),
+	]);
+	const bytes = zlib.gzipSync(pb);
 	const file = path.join(dir, name);
 	fs.writeFileSync(file, bytes);
 	return { file, bytes };

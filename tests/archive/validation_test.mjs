@@ -4,9 +4,11 @@
 // test server sees no request at all. Usage: node validation_test.mjs PATH/TO/culpert
 
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
+import zlib from "node:zlib";
 
 import { CF_ID, CF_SECRET, TOKEN, expectExit, makeProfile, run, tempDir } from "./lib.mjs";
 import { startServer } from "./misbehaving_server.mjs";
@@ -20,6 +22,8 @@ const empty = path.join(dir, "empty.pb.gz");
 fs.writeFileSync(empty, "");
 const truncated = path.join(dir, "truncated.pb.gz");
 fs.writeFileSync(truncated, good.bytes.subarray(0, good.bytes.length - 8));
+const notProfile = path.join(dir, "random.pb.gz");
+fs.writeFileSync(notProfile, zlib.gzipSync(randomBytes(2000)));
 const emptyDir = path.join(dir, "nothing");
 fs.mkdirSync(emptyDir);
 const SHA = "0123456789abcdef0123456789abcdef01234567";
@@ -46,7 +50,8 @@ const cases = [
 	["FILE is a directory with a damaged profile", () => up("--commit-sha", SHA, "--branch", "main", dir), {}, /empty\.pb\.gz: file is empty, not a profile/],
 	["FILE is an empty directory", () => up("--commit-sha", SHA, "--branch", "main", emptyDir), {}, /a directory with no profile in it/],
 	["no FILE", () => up("--commit-sha", SHA, "--branch", "main"), {}, /no FILE given/],
-	["two FILEs that are not profiles", () => up("--commit-sha", SHA, "--branch", "main", good.file, good.file), {}, /good\.pb\.gz: not a pprof profile/],
+	["FILE is gzip but not a profile", () => up("--commit-sha", SHA, "--branch", "main", notProfile), {}, /random\.pb\.gz: not a pprof profile \(protobuf decoding failed after gunzip\); not uploaded/],
+	["two FILEs, one not a profile", () => up("--commit-sha", SHA, "--branch", "main", good.file, notProfile), {}, /random\.pb\.gz: not a pprof profile/],
 	["no SHA", () => up("--branch", "main", good.file), {}, /--commit-sha or set GITHUB_SHA/],
 	["short SHA", () => up("--commit-sha", "abc123", "--branch", "main", good.file), {}, /bad --commit-sha .*7 to 64 hex/],
 	["non-hex SHA", () => up("--commit-sha", "abcdefg", "--branch", "main", good.file), {}, /bad --commit-sha/],
