@@ -22,6 +22,7 @@
 #include "flame.h"
 #include "format.h"
 #include "profile.h"
+#include "spantree.h"
 
 /* Deepest span ancestry followed per sample; deeper chains are cut there. */
 #define SPAN_DEPTH_MAX 256
@@ -830,9 +831,11 @@ int culpert__cmd_flamegraph(int argc, char **argv)
               : o.weight == WEIGHT_OBJECTS ? CULPERT_FLAME_OBJECTS
                                            : CULPERT_FLAME_BYTES;
   if (matched == 0) {
-    if (o.span)
+    if (o.span) {
       fprintf(stderr, "culpert: note: no samples with a positive weight in span \"%s\"\n", o.span);
-    else
+      if (strcmp(o.span, NO_SPAN_NAME) != 0)
+        culpert__span_names_note(p, o.span);
+    } else
       fprintf(stderr, "culpert: note: no samples with a positive weight in '%s'\n", p->path);
   }
 

@@ -639,9 +639,10 @@ static int callsites(FILE *f, const struct culpert__profile *p, const struct opt
       goto json;
     if (p->nsamples == 0)
       fprintf(f, "No samples in this profile.\n");
-    else if (o->span)
+    else if (o->span) {
       fprintf(f, "No samples found for span_name = \"%s\".\n", o->span);
-    else
+      culpert__span_names_note(p, o->span);
+    } else
       fprintf(f, "No unattributed samples \xe2\x80\x94 every sample has a span_name.\n");
     goto out;
   }

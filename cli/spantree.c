@@ -11,6 +11,7 @@
 #include "spantree.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -310,4 +311,51 @@ void culpert__spantree_free(struct culpert__span_node *root)
   free(t->all);
   free(t->slots);
   free(t);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void culpert__span_names_note(const struct culpert__profile *p, const char *wanted)
+{
+  enum { SHOWN = 12 };
+  const char **names = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t i = 0; i < p->nsamples; i++) {
+    const char *s = p->samples[i].span_name;
+    if (!s)
+      continue;
+    if (strcmp(s, wanted) == 0) {
+      free(names);
+      return; /* the span exists: nothing to say */
+    }
+    if (n == cap) {
+      size_t ncap = cap ? 2 * cap : 64;
+      const char **nv = realloc(names, ncap * sizeof *nv);
+      if (!nv)
+        break; /* the note is a courtesy: say what fits */
+      names = nv;
+      cap = ncap;
+    }
+    names[n++] = s;
+  }
+  if (n)
+    qsort(names, n, sizeof *names, name_cmp);
+  size_t distinct = 0;
+  for (size_t i = 0; i < n; i++)
+    if (i == 0 || strcmp(names[i], names[distinct - 1]) != 0)
+      names[distinct++] = names[i];
+  if (distinct == 0) {
+    fprintf(stderr, "culpert: note: no span is named \"%s\": this profile has no spans\n", wanted);
+  } else {
+    fprintf(stderr, "culpert: note: no span is named \"%s\"; the profile's spans:", wanted);
+    for (size_t i = 0; i < distinct && i < SHOWN; i++)
+      fprintf(stderr, "%s \"%s\"", i ? "," : "", names[i]);
+    if (distinct > SHOWN)
+      fprintf(stderr, " and %zu more", distinct - SHOWN);
+    fputc('\n', stderr);
+  }
+  free(names);
 }

@@ -45,4 +45,12 @@ struct culpert__span_node *culpert__spantree_child(const struct culpert__span_no
 
 void culpert__spantree_free(struct culpert__span_node *root);
 
+/*
+ * culpert__span_names_note: when no sample of `p` has the span name
+ * `wanted` (a --span that matched nothing, a typo most often), say so on
+ * stderr with the span names the profile has, sorted (the first 12).
+ * Prints nothing when some sample has that name.
+ */
+void culpert__span_names_note(const struct culpert__profile *p, const char *wanted);
+
 #endif /* CULPERT_CLI_SPANTREE_H */
