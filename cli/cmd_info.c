@@ -33,7 +33,8 @@ static void help(FILE *f)
           "profile, gzipped or plain, from culpert, the Rust culpert or Go; '-'\n"
           "reads stdin. Files that decompress to more than %u MiB are refused\n"
           "(CULPERT_PROFILE_MAX_BYTES). Several FILEs: one block each, separated\n"
-          "by a blank line.\n"
+          "by a blank line; a FILE that is a directory stands for the profiles in\n"
+          "it, one block each.\n"
           "\n"
           "Options:\n"
           "  -h, --help         show this help\n"
@@ -221,28 +222,43 @@ int culpert__cmd_info(int argc, char **argv)
     return CULPERT_EXIT_ERROR;
   }
   /* Several FILEs: one block each, a blank line between them; a file that
-   * cannot be read is reported and the others are still shown. */
+   * cannot be read is reported and the others are still shown. A
+   * directory stands for the profiles in it, as for the other commands. */
   static const struct culpert__load_opts lo = {.stacks = CULPERT_STACKS_NONE}; /* no stacks shown */
   status = CULPERT_EXIT_OK;
+  bool first = true;
   for (int i = optind; i < argc; i++) {
-    if (culpert__profile_load_with(argv[i], &lo, &p, err, sizeof err)) {
+    char **files;
+    size_t nfiles;
+    if (culpert__profile_expand_paths((const char *const *)&argv[i], 1, &files, &nfiles, err,
+                                      sizeof err)) {
       fflush(stdout);
       culpert__error("%s", err);
       status = CULPERT_EXIT_ERROR;
       continue;
     }
-    long spans = unique_spans(p);
-    if (spans < 0) {
-      fflush(stdout);
-      culpert__error("%s: out of memory", argv[i]);
-      status = CULPERT_EXIT_ERROR;
-    } else {
-      if (i > optind)
-        putchar('\n');
-      show(p, spans);
+    for (size_t k = 0; k < nfiles; k++) {
+      if (culpert__profile_load_with(files[k], &lo, &p, err, sizeof err)) {
+        fflush(stdout);
+        culpert__error("%s", err);
+        status = CULPERT_EXIT_ERROR;
+        continue;
+      }
+      long spans = unique_spans(p);
+      if (spans < 0) {
+        fflush(stdout);
+        culpert__error("%s: out of memory", files[k]);
+        status = CULPERT_EXIT_ERROR;
+      } else {
+        if (!first)
+          putchar('\n');
+        first = false;
+        show(p, spans);
+      }
+      culpert__profile_free(p);
+      p = NULL;
     }
-    culpert__profile_free(p);
-    p = NULL;
+    culpert__profile_paths_free(files, nfiles);
   }
   return status;
 }

@@ -48,11 +48,11 @@ expect() {
 : >empty.pb.gz
 expect empty.pb.gz "file is empty, not a profile"
 
-# A directory: `info` reads one file; `report`, which merges every profile
-# in a directory, finds none in this one.
+# A directory stands for the profiles in it: `info` shows each, `report`
+# merges them; both find none in this one.
 mkdir adir
 "$culpert" info adir >out 2>err
-[ $? -eq 2 ] && [ ! -s out ] && [ "$(cat err)" = "culpert: error: adir: cannot read: Is a directory" ] ||
+[ $? -eq 2 ] && [ ! -s out ] && [ "$(cat err)" = "culpert: error: adir: a directory with no profile in it" ] ||
   { echo "FAIL: culpert info adir: $(cat err)"; failures=$((failures + 1)); }
 "$culpert" report adir >out 2>err
 [ $? -eq 2 ] && [ ! -s out ] && [ "$(cat err)" = "culpert: error: adir: a directory with no profile in it" ] ||
