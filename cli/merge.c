@@ -503,21 +503,23 @@ out:
   return rc;
 }
 
-/* The index of string `s` in in's table, or -1. */
-static int64_t find_string(const struct input *in, const char *s)
+/* Which span label `l` is, by its key's text (a table may hold the same
+ * string twice, and either copy may be used). */
+enum span_key { KEY_OTHER, KEY_ID, KEY_PARENT, KEY_NAME };
+
+static enum span_key span_key(const struct input *in, const pb_label *l)
 {
-  for (size_t i = 1; i < in->pb->n_string_table; i++)
-    if (strcmp(in->pb->string_table[i], s) == 0)
-      return (int64_t)i;
-  return -1;
+  const char *k = str_of(in, l->key);
+  return strcmp(k, "span_id") == 0          ? KEY_ID
+         : strcmp(k, "span_parent_id") == 0 ? KEY_PARENT
+         : strcmp(k, "span_name") == 0      ? KEY_NAME
+                                            : KEY_OTHER;
 }
 
 /* Renumber one file's span ids by path, and re-string its labels. */
 static int renumber_samples(struct merge *m, struct input *in)
 {
   pb_profile *pb = in->pb;
-  int64_t k_id = find_string(in, "span_id"), k_parent = find_string(in, "span_parent_id");
-  int64_t k_name = find_string(in, "span_name");
   struct file_spans f = {0};
   size_t cap = 2 * pb->n_sample + 1;
   int rc = 0;
@@ -530,18 +532,26 @@ static int renumber_samples(struct merge *m, struct input *in)
     goto out;
   }
   /* What the file says of each span: from every sample that names one. */
-  for (size_t i = 0; (k_id > 0 || k_parent > 0) && i < pb->n_sample; i++) {
+  for (size_t i = 0; i < pb->n_sample; i++) {
     const pb_sample *s = pb->sample[i];
     int64_t id = 0, parent = 0;
     const char *name = NULL;
     for (size_t j = 0; j < s->n_label; j++) {
       const pb_label *l = s->label[j];
-      if (l->key == k_id)
+      switch (span_key(in, l)) {
+      case KEY_ID:
         id = l->num;
-      else if (l->key == k_parent)
+        break;
+      case KEY_PARENT:
         parent = l->num;
-      else if (l->key == k_name && l->str > 0)
-        name = str_of(in, l->str);
+        break;
+      case KEY_NAME:
+        if (l->str > 0)
+          name = str_of(in, l->str);
+        break;
+      case KEY_OTHER:
+        break;
+      }
     }
     if (id != 0)
       file_spans_add(&f, id, name, parent);
@@ -552,7 +562,8 @@ static int renumber_samples(struct merge *m, struct input *in)
     pb_sample *s = pb->sample[i];
     for (size_t j = 0; j < s->n_label; j++) {
       pb_label *l = s->label[j];
-      if ((l->key == k_id || l->key == k_parent) && l->key > 0 && l->num != 0) {
+      enum span_key k = span_key(in, l);
+      if ((k == KEY_ID || k == KEY_PARENT) && l->num != 0) {
         uint64_t *slot = idmap_slot(&f.index, (uint64_t)l->num);
         l->num = *slot ? file_span_resolve(&m->spans, &f, *slot - 1, 0) : span_fresh(&m->spans);
         if (l->num < 0) {

@@ -128,6 +128,18 @@ EOF
 "$culpert" report cyc.pb.gz cyc.pb.gz | sed 1d >want.txt
 "$culpert" report cc.pb.gz | sed 1d | cmp -s - want.txt || fail "merge of span cycles: report differs"
 
+# Label keys written twice in the string table (the format allows it):
+# the span ids are still found and renumbered by path.
+{ cat b.txt; echo "bad duplicate_label_keys"; } >bdup.txt
+"$mkprofile" bdup.txt bdup.pb.gz || exit 1
+"$culpert" merge -o abdup.pb.gz a.pb.gz bdup.pb.gz 2>err || fail "merge with duplicate key strings: $(cat err)"
+"$culpert" report --top 0 a.pb.gz bdup.pb.gz | sed 1d >want.txt
+"$culpert" report --top 0 abdup.pb.gz | sed 1d | cmp -s - want.txt ||
+  fail "merge with duplicate key strings: report differs: $(diff want.txt -)"
+sed 1d got.txt >plain.txt
+"$culpert" report --top 0 abdup.pb.gz | sed 1d | cmp -s - plain.txt ||
+  fail "merge with duplicate key strings differs from the plain merge"
+
 # 4. Refusals: exit 2, a message naming the file, nothing written.
 sed 's/^rate 65536/rate 4096/' b.txt >c.txt && "$mkprofile" c.txt c.pb.gz
 echo keep >out.pb.gz

@@ -434,6 +434,21 @@ static void apply_bad(const char *what)
     if (prof.n_location < 2)
       die("bad duplicate_location needs two locations");
     prof.location[1]->id = prof.location[0]->id;
+  } else if (strcmp(what, "duplicate_label_keys") == 0) {
+    /* Not a broken rule: the format allows a string twice. The labels of
+     * every sample after the first use a second copy of their key. */
+    size_t n = prof.n_string_table;
+    int64_t *copy = xcalloc(n, sizeof *copy);
+    for (size_t i = 1; i < prof.n_sample; i++)
+      for (size_t j = 0; j < prof.sample[i]->n_label; j++) {
+        pb_label *l = prof.sample[i]->label[j];
+        if (!copy[l->key]) {
+          copy[l->key] = (int64_t)prof.n_string_table;
+          PUSH(prof.string_table, prof.n_string_table, xstrdup(prof.string_table[l->key]));
+        }
+        l->key = copy[l->key];
+      }
+    free(copy);
   } else {
     die("unknown bad '%s'", what);
   }
