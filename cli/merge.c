@@ -836,16 +836,18 @@ static int write_out(struct merge *m, struct culpert__merged *out)
     append((void **)o.mapping, &o.n_mapping, (void *const *)p->mapping, p->n_mapping);
     append((void **)o.location, &o.n_location, (void *const *)p->location, p->n_location);
     append((void **)o.function, &o.n_function, (void *const *)p->function, p->n_function);
+    /* A profile is taken at time_nanos and covers the duration before it
+     * (profile-format.md). */
     if (p->time_nanos > 0) {
-      int64_t e = p->time_nanos + (p->duration_nanos > 0 ? p->duration_nanos : 0);
-      if (start == 0 || p->time_nanos < start)
-        start = p->time_nanos;
-      if (e > end)
-        end = e;
+      int64_t s = p->time_nanos - (p->duration_nanos > 0 ? p->duration_nanos : 0);
+      if (start == 0 || s < start)
+        start = s;
+      if (p->time_nanos > end)
+        end = p->time_nanos;
     }
   }
-  /* The earliest file's start; the span until the last one's end. */
-  o.time_nanos = start;
+  /* Taken when the last input was; covering from the earliest start. */
+  o.time_nanos = m->n == 1 ? first->time_nanos : end;
   o.duration_nanos = m->n == 1 ? first->duration_nanos : end - start;
   o.n_sample_type = first->n_sample_type;
   o.sample_type = first->sample_type;

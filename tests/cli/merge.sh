@@ -100,7 +100,10 @@ has info.txt "Dropped samples: 5" || fail "info: dropped samples not summed: $(c
 has info.txt "Process ids:     100,200" || fail "info: pids: $(cat info.txt)"
 has info.txt "Executable:      app" || fail "info: the one executable: $(cat info.txt)"
 has info.txt "Peak in-use" && fail "info shows a peak for a merge: $(cat info.txt)"
-has info.txt "Duration:        4.00 s" || fail "info: duration from a's start to b's end: $(cat info.txt)"
+# a was taken at T and covers 2 s before it, b at T+1 s covering 3 s: the
+# merge is taken at T+1 s and covers from T-2 s.
+has info.txt "Duration:        3.00 s" || fail "info: duration from the earliest start to the last snapshot: $(cat info.txt)"
+has info.txt "Captured:        2023-11-14 22:13:21 UTC" || fail "info: the merge is taken when b was: $(cat info.txt)"
 
 # 3. Merging is associative where it matters: a merged file merged again
 #    counts its files, and keeps the same report. Directories and stdin.
