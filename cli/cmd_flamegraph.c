@@ -41,6 +41,7 @@ struct options {
   const char *output; /* NULL or "-": standard output */
   const char *span;   /* --span filter, NULL for every sample */
   const char *title;
+  const char *diff_base; /* --diff-base: the profile (or directory) to compare with */
   enum weight_kind weight;
   bool svg;
   bool format_given; /* --format was given: -o's extension does not choose */
@@ -75,6 +76,10 @@ static void usage(FILE *f)
           "                          first, to its code stack (default true); samples\n"
           "                          outside every span start with '(no span)' when\n"
           "                          the file has span labels at all\n"
+          "  --diff-base BEFORE      a differential graph: widths from FILE, each frame\n"
+          "                          coloured by its change since BEFORE (a profile\n"
+          "                          or a directory of them): red grew, blue shrank;\n"
+          "                          folded lines become 'stack before after'\n"
           "  --title TEXT            SVG title (default 'Allocation flame graph')\n"
           "  -o, --output FILE       write to FILE instead of standard output\n"
           "  --help                  show this help\n"
@@ -191,6 +196,14 @@ static int parse_args(int argc, char **argv, struct options *o)
         culpert__error("--annotate-spans must be true or false, not '%s'", a + 17);
         return -EINVAL;
       }
+    } else if (is_option(a, "--diff-base")) {
+      if (!(v = option_value(argc, argv, &i, "--diff-base")))
+        return -EINVAL;
+      if (v[0] == '\0') {
+        culpert__error("--diff-base needs a profile");
+        return -EINVAL;
+      }
+      o->diff_base = v;
     } else if (is_option(a, "--title")) {
       if (!(v = option_value(argc, argv, &i, "--title")))
         return -EINVAL;
@@ -462,7 +475,7 @@ static const char *frame_name(const char *name)
 /* Insert one stack, root first (names already through frame_name(), with
  * their name_hash()); `w` goes to its last frame. */
 static int tree_add(struct tree *t, const char *const *names, const uint64_t *hashes,
-                    const bool *spans, size_t n, int64_t w)
+                    const bool *spans, size_t n, int64_t w, bool base)
 {
   uint32_t cur = 0;
   for (size_t i = 0; i < n; i++) {
@@ -470,17 +483,21 @@ static int tree_add(struct tree *t, const char *const *names, const uint64_t *ha
     if (rc != 0)
       return rc;
   }
-  t->fg.nodes[cur].self = sat_add(t->fg.nodes[cur].self, w);
+  int64_t *self = base ? &t->fg.nodes[cur].base_self : &t->fg.nodes[cur].self;
+  *self = sat_add(*self, w);
   return 0;
 }
 
 static void tree_sum(struct tree *t)
 {
-  for (size_t i = 0; i < t->fg.nnodes; i++)
+  for (size_t i = 0; i < t->fg.nnodes; i++) {
     t->fg.nodes[i].total = t->fg.nodes[i].self;
+    t->fg.nodes[i].base_total = t->fg.nodes[i].base_self;
+  }
   for (size_t i = t->fg.nnodes; i-- > 1;) {
-    struct culpert__flame_node *n = &t->fg.nodes[i];
-    t->fg.nodes[n->parent].total = sat_add(t->fg.nodes[n->parent].total, n->total);
+    struct culpert__flame_node *n = &t->fg.nodes[i], *up = &t->fg.nodes[n->parent];
+    up->total = sat_add(up->total, n->total);
+    up->base_total = sat_add(up->base_total, n->base_total);
   }
 }
 
@@ -498,11 +515,13 @@ static int64_t sample_weight(const struct culpert__sample *s, const struct optio
 }
 
 /*
- * Build the merged tree of every sample that passes --span and has a
- * positive weight. *matched counts those samples.
+ * Add every sample of `p` that passes --span and has a positive weight to
+ * the tree `t` (made by tree_init; tree_sum totals it once every profile is
+ * in): to the frames' own weights, or with `base` to their base weights.
+ * *matched counts those samples.
  */
 static int build_tree(const struct culpert__profile *p, const struct options *o, struct tree *t,
-                      size_t *matched)
+                      bool base, size_t *matched)
 {
   struct span_table spans = {0};
   const char **names = NULL;
@@ -511,9 +530,7 @@ static int build_tree(const struct culpert__profile *p, const struct options *o,
   bool *kinds = NULL;
   bool any_span = false;
   size_t maxframes = 0;
-  int rc = tree_init(t);
-  if (rc != 0)
-    goto out;
+  int rc = 0;
   for (size_t i = 0; i < p->nsamples; i++) {
     if (p->samples[i].nframes > maxframes)
       maxframes = p->samples[i].nframes;
@@ -571,12 +588,11 @@ static int build_tree(const struct culpert__profile *p, const struct options *o,
       hashes[n] = name_hash(NO_STACK_NAME);
       kinds[n++] = false;
     }
-    rc = tree_add(t, names, hashes, kinds, n, w);
+    rc = tree_add(t, names, hashes, kinds, n, w, base);
     if (rc != 0)
       goto out;
     (*matched)++;
   }
-  tree_sum(t);
 out:
   free(spans.slots);
   free(names);
@@ -591,6 +607,7 @@ out:
 struct folded_line {
   char *text; /* the stack, later the whole line */
   int64_t weight;
+  int64_t base; /* a differential graph's base weight */
 };
 
 static int cmp_line(const void *a, const void *b)
@@ -611,10 +628,18 @@ static void put_folded_name(char *buf, size_t *len, const char *name)
   }
 }
 
+/* Whether the stack ending at `n` gets a folded line. */
+static bool line_wanted(const struct culpert__flame *fg, const struct culpert__flame_node *n)
+{
+  return n->self > 0 || (fg->diff && n->base_self > 0);
+}
+
 /*
- * One line per distinct stack with a positive weight. Stacks that become
- * equal only after name sanitising merge too. Lines are in byte order of the
- * whole line, as `LC_ALL=C sort` would put them.
+ * One line per distinct stack with a positive weight: 'stack weight', or
+ * for a differential graph 'stack before after' (the form flamegraph.pl
+ * reads for one), for every stack with a weight in either profile. Stacks
+ * that become equal only after name sanitising merge too. Lines are in
+ * byte order of the whole line, as `LC_ALL=C sort` would put them.
  */
 static int write_folded(FILE *out, const struct culpert__flame *fg)
 {
@@ -624,7 +649,7 @@ static int write_folded(FILE *out, const struct culpert__flame *fg)
   int rc = 0;
 
   for (size_t i = 1; i < fg->nnodes; i++)
-    if (fg->nodes[i].self > 0)
+    if (line_wanted(fg, &fg->nodes[i]))
       nlines++;
   lines = calloc(nlines ? nlines : 1, sizeof *lines);
   path = malloc(fg->nnodes * sizeof *path);
@@ -635,15 +660,15 @@ static int write_folded(FILE *out, const struct culpert__flame *fg)
 
   size_t k = 0;
   for (uint32_t i = 1; i < fg->nnodes; i++) {
-    if (fg->nodes[i].self <= 0)
+    if (!line_wanted(fg, &fg->nodes[i]))
       continue;
     size_t depth = 0, bytes = 0;
     for (uint32_t n = i; n != 0; n = fg->nodes[n].parent) {
       path[depth++] = n;
       bytes += strlen(fg->nodes[n].name) + 1;
     }
-    /* Room for the stack, " ", up to 20 digits and the NUL. */
-    char *text = malloc(bytes + 24);
+    /* Room for the stack, two times " " and up to 20 digits, and the NUL. */
+    char *text = malloc(bytes + 48);
     if (!text) {
       rc = -ENOMEM;
       goto out;
@@ -657,6 +682,7 @@ static int write_folded(FILE *out, const struct culpert__flame *fg)
     text[len] = '\0';
     lines[k].text = text;
     lines[k].weight = fg->nodes[i].self;
+    lines[k].base = fg->nodes[i].base_self;
     k++;
   }
 
@@ -665,6 +691,7 @@ static int write_folded(FILE *out, const struct culpert__flame *fg)
   for (size_t i = 0; i < nlines; i++) {
     if (m > 0 && strcmp(lines[m - 1].text, lines[i].text) == 0) {
       lines[m - 1].weight = sat_add(lines[m - 1].weight, lines[i].weight);
+      lines[m - 1].base = sat_add(lines[m - 1].base, lines[i].base);
       free(lines[i].text);
       lines[i].text = NULL;
       continue;
@@ -677,7 +704,11 @@ static int write_folded(FILE *out, const struct culpert__flame *fg)
   }
   for (size_t i = 0; i < m; i++) {
     size_t len = strlen(lines[i].text);
-    snprintf(lines[i].text + len, 24, " %lld", (long long)lines[i].weight);
+    if (fg->diff)
+      snprintf(lines[i].text + len, 48, " %lld %lld", (long long)lines[i].base,
+               (long long)lines[i].weight);
+    else
+      snprintf(lines[i].text + len, 48, " %lld", (long long)lines[i].weight);
   }
   qsort(lines, m, sizeof *lines, cmp_line);
   for (size_t i = 0; i < m; i++) {
@@ -803,14 +834,14 @@ static int check_weight(const struct culpert__profile *p, const void *arg, char 
 int culpert__cmd_flamegraph(int argc, char **argv)
 {
   struct options o = {.annotate = true, .weight = WEIGHT_BYTES};
-  struct culpert__profile *p = NULL;
+  struct culpert__profile *p = NULL, *base = NULL;
   struct tree t = {0};
   FILE *out = NULL;
   char *tmp = NULL;
   char err[512];
   char *subtitle = NULL;
   int status = CULPERT_EXIT_ERROR;
-  size_t matched = 0;
+  size_t matched = 0, base_matched = 0;
 
   int rc = parse_args(argc, argv, &o);
   if (rc != 0) {
@@ -823,10 +854,18 @@ int culpert__cmd_flamegraph(int argc, char **argv)
     culpert__error("%s", err);
     goto out;
   }
-  if (build_tree(p, &o, &t, &matched) != 0) {
+  if (o.diff_base && culpert__profile_load_all(&o.diff_base, 1, NULL, check_weight, &o, &base, err,
+                                               sizeof err) != 0) {
+    culpert__error("--diff-base: %s", err);
+    goto out;
+  }
+  if (tree_init(&t) != 0 || build_tree(p, &o, &t, false, &matched) != 0 ||
+      (base && build_tree(base, &o, &t, true, &base_matched) != 0)) {
     culpert__error("out of memory building the flame graph of '%s'", p->path);
     goto out;
   }
+  tree_sum(&t);
+  t.fg.diff = base != NULL;
   t.fg.unit = o.weight == WEIGHT_SAMPLES   ? CULPERT_FLAME_SAMPLES
               : o.weight == WEIGHT_OBJECTS ? CULPERT_FLAME_OBJECTS
                                            : CULPERT_FLAME_BYTES;
@@ -838,20 +877,27 @@ int culpert__cmd_flamegraph(int argc, char **argv)
     } else
       fprintf(stderr, "culpert: note: no samples with a positive weight in '%s'\n", p->path);
   }
+  if (base && o.weight == WEIGHT_SAMPLES && base->rate != p->rate)
+    fprintf(stderr,
+            "culpert: note: --weight samples compares raw sample counts, and '%s' and '%s' "
+            "were sampled at different rates; bytes or objects compare estimates\n",
+            base->path, p->path);
 
   if (open_output(o.output, &out, &tmp) != 0)
     goto out;
   if (o.svg) {
     char rate[CULPERT_FMT_RATES_MAX];
-    size_t n = strlen(p->path) + (o.span ? strlen(o.span) : 0) + 256;
+    size_t n =
+        strlen(p->path) + (o.span ? strlen(o.span) : 0) + (base ? strlen(base->path) : 0) + 256;
     subtitle = malloc(n);
     if (!subtitle) {
       rc = -ENOMEM;
     } else {
-      snprintf(subtitle, n, "%s \xC2\xB7 sample rate %s%s%s%s \xC2\xB7 %s", weight_label(&o),
+      snprintf(subtitle, n, "%s \xC2\xB7 sample rate %s%s%s%s \xC2\xB7 %s%s%s", weight_label(&o),
                culpert__fmt_merged_rate(rate, p->rate, p->nparts, p->mixed_rates),
                o.span ? " \xC2\xB7 span \xE2\x80\x9C" : "", o.span ? o.span : "",
-               o.span ? "\xE2\x80\x9D" : "", p->path);
+               o.span ? "\xE2\x80\x9D" : "", p->path, base ? " against " : "",
+               base ? base->path : "");
       struct culpert__flame_svg_info info = {
           .title = o.title,
           .subtitle = subtitle,
@@ -876,5 +922,6 @@ out:
   free(subtitle);
   tree_free(&t);
   culpert__profile_free(p);
+  culpert__profile_free(base);
   return status;
 }

@@ -35,12 +35,17 @@ struct culpert__flame_node {
   bool is_span;     /* a span from the sample's span ancestry, not code */
   int64_t self;     /* weight of stacks that end exactly here */
   int64_t total;    /* self plus every descendant (saturating) */
+  /* The same two in the base profile of a differential graph (--diff-base);
+   * 0 otherwise. A frame only the base has is in the tree with total 0. */
+  int64_t base_self;
+  int64_t base_total;
 };
 
 struct culpert__flame {
   struct culpert__flame_node *nodes;
   size_t nnodes;
   enum culpert__flame_unit unit;
+  bool diff; /* differential: colour by total - base_total */
 };
 
 /* What the SVG header says about the graph; every string may be NULL. */
@@ -51,7 +56,10 @@ struct culpert__flame_svg_info {
 
 /*
  * culpert__flame_svg_write: write `fg` as one self-contained SVG document
- * (inline CSS and script, nothing fetched) to `out`. Frames narrower than
+ * (inline CSS and script, nothing fetched) to `out`. Widths are `total`;
+ * a differential graph colours each frame by its change against the base,
+ * red for growth and blue for shrinkage, the largest change deepest, and
+ * names both weights in its tooltip. Frames narrower than
  * 0.1% of the total are merged per parent into one grey frame; if the graph
  * would still exceed CULPERT_FLAME_SVG_MAX_RECTS frames, the threshold
  * doubles until it fits. Returns 0, -ENOMEM, or -EIO when writing failed.

@@ -244,6 +244,27 @@ static void frame_colour(const char *name, bool is_span, char out[8])
   snprintf(out, 8, "#%02x%02x%02x", r & 0xff, g & 0xff, b & 0xff);
 }
 
+/* A differential graph's colour: red for growth, blue for shrinkage, the
+ * deeper the nearer the change comes to the largest one in the graph, and
+ * a pale grey for none. */
+static void diff_colour(int64_t now, int64_t before, double maxdelta, char out[8])
+{
+  double d = (double)now - (double)before;
+  double t = maxdelta > 0 ? (d < 0 ? -d : d) / maxdelta : 0;
+  if (t > 1)
+    t = 1;
+  unsigned fade = (unsigned)(228.0 - 178.0 * t + 0.5);
+  unsigned r = 228, g = 226, b = 222;
+  if (d > 0) {
+    r = 255;
+    g = b = fade;
+  } else if (d < 0) {
+    b = 255;
+    r = g = fade;
+  }
+  snprintf(out, 8, "#%02x%02x%02x", r & 0xff, g & 0xff, b & 0xff);
+}
+
 static void fmt_value(char buf[CULPERT_FMT_MAX], enum culpert__flame_unit unit, int64_t v)
 {
   switch (unit) {
@@ -259,7 +280,30 @@ static void fmt_value(char buf[CULPERT_FMT_MAX], enum culpert__flame_unit unit, 
   }
 }
 
-static void write_frame(FILE *f, const struct culpert__flame *fg, const struct rect *r, double y)
+/* "before 1.00 MB, +512.00 KB (+50.0%)" for a differential graph's frame. */
+static void fmt_change(char *buf, size_t len, enum culpert__flame_unit unit, int64_t now,
+                       int64_t before)
+{
+  char was[CULPERT_FMT_MAX], delta[CULPERT_FMT_MAX];
+  fmt_value(was, unit, before);
+  int64_t d;
+  if (__builtin_sub_overflow(now, before, &d))
+    d = now > before ? INT64_MAX : INT64_MIN;
+  if (unit == CULPERT_FLAME_BYTES)
+    culpert__fmt_delta(delta, d);
+  else
+    snprintf(delta, sizeof delta, "%+" PRId64, d);
+  if (before <= 0)
+    snprintf(buf, len, "new: none before");
+  else if (d == 0)
+    snprintf(buf, len, "before %s, unchanged", was);
+  else
+    snprintf(buf, len, "before %s, %s (%+.1f%%)", was, delta,
+             100.0 * ((double)now - (double)before) / (double)before);
+}
+
+static void write_frame(FILE *f, const struct culpert__flame *fg, const struct rect *r, double y,
+                        double maxdelta)
 {
   const struct culpert__flame_node *n = &fg->nodes[r->node];
   char name[64];
@@ -275,21 +319,26 @@ static void write_frame(FILE *f, const struct culpert__flame *fg, const struct r
   } else if (r->node == 0) {
     snprintf(colour, sizeof colour, "#d8d0c0");
   } else {
-    frame_colour(n->name, n->is_span, colour);
+    if (fg->diff)
+      diff_colour(n->total, n->base_total, maxdelta, colour);
+    else
+      frame_colour(n->name, n->is_span, colour);
     if (n->is_span) {
       cls = "f s";
       kind = "span ";
     }
   }
-  char value[CULPERT_FMT_MAX];
+  char value[CULPERT_FMT_MAX], change[160] = "";
   fmt_value(value, fg->unit, r->value);
   double pct = 100.0 * (double)r->value / (double)fg->nodes[0].total;
+  if (fg->diff && !r->merged)
+    fmt_change(change, sizeof change, fg->unit, n->total, n->base_total);
 
   fprintf(f, "<g class=\"%s\" data-n=\"", cls);
   xml_text(f, shown);
   fprintf(f, "\"><title>%s", kind);
   xml_text(f, shown);
-  fprintf(f, "&#10;%s (%.2f%%)</title>", value, pct);
+  fprintf(f, "&#10;%s (%.2f%%)%s%s</title>", value, pct, change[0] ? "&#10;" : "", change);
   char x[32], w[32];
   snprintf(x, sizeof x, "%.2f", r->x);
   snprintf(w, sizeof w, "%.2f", r->w);
@@ -436,7 +485,8 @@ static const char *const svg_script[] = {
     "  });\n",
     "  doc.documentElement.addEventListener('mouseover', function (e) {\n",
     "    var f = frameOf(e.target);\n",
-    "    details.textContent = f ? f.tip.replace('\\n', ' \\u2014 ') : '';\n",
+    "    details.textContent = f ? f.tip.replace('\\n', ' \\u2014 ').replace(/\\n/g, ' \\u00b7 ') "
+    ": '';\n",
     "  });\n",
     "  doc.addEventListener('keydown', function (e) {\n",
     "    if (e.key === 'Escape') unzoom();\n",
@@ -474,22 +524,41 @@ static void write_header(FILE *f, double height, const struct culpert__flame *fg
   fputs("</text>\n", f);
   fprintf(f, "<text id=\"subtitle\" x=\"%.0f\" y=\"44\" text-anchor=\"middle\">", SVG_WIDTH / 2);
   /* At most 170 columns of the 12px sans-serif line fit the width. */
-  char line[1024], cut[1024];
-  snprintf(line, sizeof line, "total %s%s%s", total, info && info->subtitle ? " \xC2\xB7 " : "",
+  char line[1024], cut[1024], before[CULPERT_FMT_MAX + 16] = "";
+  if (fg->diff) {
+    char was[CULPERT_FMT_MAX];
+    fmt_value(was, fg->unit, fg->nodes[0].base_total);
+    snprintf(before, sizeof before, " (before %s)", was);
+  }
+  snprintf(line, sizeof line, "total %s%s%s%s", total, before,
+           info && info->subtitle ? " \xC2\xB7 " : "",
            info && info->subtitle ? info->subtitle : "");
   xml_text(f, culpert__truncate(line, 170, cut, sizeof cut));
   fputs("</text>\n", f);
   /* Legend: what the colours mean. */
-  fputs("<g class=\"legend\">"
-        "<rect x=\"10\" y=\"56\" width=\"14\" height=\"12\" fill=\"#6fa0e0\" stroke=\"#1d3f78\" "
-        "stroke-width=\"0.6\"/><text class=\"legend\" x=\"28\" y=\"66\">span</text>"
-        "<rect x=\"72\" y=\"56\" width=\"14\" height=\"12\" fill=\"#e8a048\"/>"
-        "<text class=\"legend\" x=\"90\" y=\"66\">code frame</text>"
-        "<rect x=\"174\" y=\"56\" width=\"14\" height=\"12\" fill=\"#c4c4c4\"/>"
-        "<text class=\"legend\" x=\"192\" y=\"66\">frames under 0.1% merged</text>"
-        "<text class=\"legend\" x=\"390\" y=\"66\">click a frame to zoom, Esc to reset</text>"
-        "</g>\n",
-        f);
+  if (fg->diff)
+    fputs("<g class=\"legend\">"
+          "<rect x=\"10\" y=\"56\" width=\"14\" height=\"12\" fill=\"#ff3232\"/>"
+          "<text class=\"legend\" x=\"28\" y=\"66\">grew</text>"
+          "<rect x=\"68\" y=\"56\" width=\"14\" height=\"12\" fill=\"#3232ff\"/>"
+          "<text class=\"legend\" x=\"86\" y=\"66\">shrank</text>"
+          "<rect x=\"136\" y=\"56\" width=\"14\" height=\"12\" fill=\"#e4e2de\" "
+          "stroke=\"#1d3f78\" stroke-width=\"0.6\"/>"
+          "<text class=\"legend\" x=\"154\" y=\"66\">unchanged (outlined: span)</text>"
+          "<text class=\"legend\" x=\"390\" y=\"66\">click a frame to zoom, Esc to reset</text>"
+          "</g>\n",
+          f);
+  else
+    fputs("<g class=\"legend\">"
+          "<rect x=\"10\" y=\"56\" width=\"14\" height=\"12\" fill=\"#6fa0e0\" stroke=\"#1d3f78\" "
+          "stroke-width=\"0.6\"/><text class=\"legend\" x=\"28\" y=\"66\">span</text>"
+          "<rect x=\"72\" y=\"56\" width=\"14\" height=\"12\" fill=\"#e8a048\"/>"
+          "<text class=\"legend\" x=\"90\" y=\"66\">code frame</text>"
+          "<rect x=\"174\" y=\"56\" width=\"14\" height=\"12\" fill=\"#c4c4c4\"/>"
+          "<text class=\"legend\" x=\"192\" y=\"66\">frames under 0.1% merged</text>"
+          "<text class=\"legend\" x=\"390\" y=\"66\">click a frame to zoom, Esc to reset</text>"
+          "</g>\n",
+          f);
   fprintf(
       f,
       "<text id=\"matched\" class=\"legend\" x=\"%.0f\" y=\"66\" text-anchor=\"end\"></text>\n"
@@ -527,10 +596,18 @@ int culpert__flame_svg_write(FILE *out, const struct culpert__flame *fg,
 
   double height = TOP + (double)(l.maxdepth + 1) * FRAME_H + BOTTOM;
   write_header(out, height, fg, info);
+  /* A differential graph's deepest colour goes to its largest change. */
+  double maxdelta = 0;
+  for (size_t i = 0; fg->diff && i < l.nrects; i++) {
+    const struct culpert__flame_node *n = &fg->nodes[l.rects[i].node];
+    double d = (double)n->total - (double)n->base_total;
+    if (!l.rects[i].merged && l.rects[i].node != 0 && (d < 0 ? -d : d) > maxdelta)
+      maxdelta = d < 0 ? -d : d;
+  }
   fputs("<g id=\"frames\">\n", out);
   for (size_t i = 0; i < l.nrects; i++) {
     double y = TOP + (double)(l.maxdepth - l.rects[i].depth) * FRAME_H;
-    write_frame(out, fg, &l.rects[i], y);
+    write_frame(out, fg, &l.rects[i], y, maxdelta);
   }
   fputs("</g>\n", out);
   fprintf(out, "<text id=\"details\" x=\"%.0f\" y=\"%.0f\"> </text>\n", SVG_PAD, height - 12);

@@ -8,6 +8,8 @@
 #   -DARGS=a|b|c                 arguments after "flamegraph", '|'-separated;
 #                                @PROFILE@ is the built profile, @OUT@ a path
 #                                in WORK for -o
+#   -DBASE_FIXTURE=              a second description, built as @BASE@ (the
+#                                base of a differential graph)
 #   -DEXPECT_RC=0                exit status (default 0)
 #   -DSTDERR_REGEX=              stderr must match (default: must be empty
 #                                when EXPECT_RC is 0)
@@ -49,6 +51,15 @@ if(NOT rc EQUAL 0)
   fail("mkprofile ${FIXTURE} failed (${rc}): ${err}")
 endif()
 
+set(base "${WORK}/base.pb.gz")
+if(DEFINED BASE_FIXTURE)
+  execute_process(COMMAND "${MKPROFILE}" "${BASE_FIXTURE}" "${base}"
+                  RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    fail("mkprofile ${BASE_FIXTURE} failed (${rc}): ${err}")
+  endif()
+endif()
+
 if(DEFINED PRESET_OUT)
   file(WRITE "${out}" "${PRESET_OUT}\n")
 endif()
@@ -58,6 +69,7 @@ if(STDIN)
 endif()
 
 string(REPLACE "@PROFILE@" "${profile}" args "${ARGS}")
+string(REPLACE "@BASE@" "${base}" args "${args}")
 string(REPLACE "@OUT@" "${out}" args "${args}")
 string(REPLACE "@WORK@" "${WORK}" args "${args}")
 string(REPLACE "|" ";" args "${args}")

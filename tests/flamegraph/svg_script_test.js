@@ -134,9 +134,10 @@ const reset = document.getElementById('reset');
 // Hover: name, value and share, as in the <title>.
 frames.forEach((f) => {
   fire(document, 'mouseover', f.r);
-  const want = f.tip.replace('\n', ' \u2014 ');
+  // A differential graph's tooltip has a third line, after a middle dot.
+  const want = f.tip.replace('\n', ' \u2014 ').replace(/\n/g, ' \u00b7 ');
   if (details.textContent !== want) fail(`hover on "${f.name}" shows "${details.textContent}", want "${want}"`);
-  if (!/^.* \u2014 .+ \(\d+\.\d\d%\)$/.test(details.textContent)) fail('hover text lacks value and share: ' + details.textContent);
+  if (!/^.* \u2014 .+ \(\d+\.\d\d%\)( \u00b7 [^\n]+)?$/.test(details.textContent)) fail('hover text lacks value and share: ' + details.textContent);
 });
 
 function checkOriginal(when) {
