@@ -112,6 +112,12 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 1, "regression fails the step (exit %d)" % rc)
     check("| `parse_input` | 512.00 KB | 768.00 KB | +256.00 KB | +50.00% |" in summary,
           "summary shows the parse_input regression row")
+    flame = out.get("diff", {}).get("flamegraph", "")
+    check(flame != "" and os.path.exists(flame), "output flamegraph names the differential SVG")
+    if flame and os.path.exists(flame):
+        svg = open(flame, encoding="utf-8").read()
+        check("before 512.00 KB, +256.00 KB (+50.0%)" in svg and "#ff3232" in svg,
+              "the differential flame graph shows parse_input's growth in the deepest red")
 
     # 4. Same, with fail-on-regression off: reported, not failed.
     rc, out, summary, log = run_action(tmp, dict(common, profile=after, **{"fail-on-regression": "false"}),
