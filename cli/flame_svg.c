@@ -245,15 +245,16 @@ static void frame_colour(const char *name, bool is_span, char out[8])
 }
 
 /* A differential graph's colour: red for growth, blue for shrinkage, the
- * deeper the nearer the change comes to the largest one in the graph, and
- * a pale grey for none. */
+ * deeper the nearer the change comes to the largest one in the graph (at
+ * most #ff6060 and #6060ff, light enough for black text), and a pale grey
+ * for none. */
 static void diff_colour(int64_t now, int64_t before, double maxdelta, char out[8])
 {
   double d = (double)now - (double)before;
   double t = maxdelta > 0 ? (d < 0 ? -d : d) / maxdelta : 0;
   if (t > 1)
     t = 1;
-  unsigned fade = (unsigned)(228.0 - 178.0 * t + 0.5);
+  unsigned fade = (unsigned)(228.0 - 132.0 * t + 0.5);
   unsigned r = 228, g = 226, b = 222;
   if (d > 0) {
     r = 255;
@@ -538,9 +539,9 @@ static void write_header(FILE *f, double height, const struct culpert__flame *fg
   /* Legend: what the colours mean. */
   if (fg->diff)
     fputs("<g class=\"legend\">"
-          "<rect x=\"10\" y=\"56\" width=\"14\" height=\"12\" fill=\"#ff3232\"/>"
+          "<rect x=\"10\" y=\"56\" width=\"14\" height=\"12\" fill=\"#ff6060\"/>"
           "<text class=\"legend\" x=\"28\" y=\"66\">grew</text>"
-          "<rect x=\"68\" y=\"56\" width=\"14\" height=\"12\" fill=\"#3232ff\"/>"
+          "<rect x=\"68\" y=\"56\" width=\"14\" height=\"12\" fill=\"#6060ff\"/>"
           "<text class=\"legend\" x=\"86\" y=\"66\">shrank</text>"
           "<rect x=\"136\" y=\"56\" width=\"14\" height=\"12\" fill=\"#e4e2de\" "
           "stroke=\"#1d3f78\" stroke-width=\"0.6\"/>"

@@ -116,7 +116,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check(flame != "" and os.path.exists(flame), "output flamegraph names the differential SVG")
     if flame and os.path.exists(flame):
         svg = open(flame, encoding="utf-8").read()
-        check("before 512.00 KB, +256.00 KB (+50.0%)" in svg and "#ff3232" in svg,
+        check("before 512.00 KB, +256.00 KB (+50.0%)" in svg and 'height="15" fill="#ff6060"' in svg,
               "the differential flame graph shows parse_input's growth in the deepest red")
 
     # 4. Same, with fail-on-regression off: reported, not failed.
