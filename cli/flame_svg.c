@@ -546,7 +546,9 @@ static void write_header(FILE *f, double height, const struct culpert__flame *fg
           "<rect x=\"136\" y=\"56\" width=\"14\" height=\"12\" fill=\"#e4e2de\" "
           "stroke=\"#1d3f78\" stroke-width=\"0.6\"/>"
           "<text class=\"legend\" x=\"154\" y=\"66\">unchanged (outlined: span)</text>"
-          "<text class=\"legend\" x=\"390\" y=\"66\">click a frame to zoom, Esc to reset</text>"
+          "<rect x=\"330\" y=\"56\" width=\"14\" height=\"12\" fill=\"#c4c4c4\"/>"
+          "<text class=\"legend\" x=\"348\" y=\"66\">under 0.1% merged</text>"
+          "<text class=\"legend\" x=\"500\" y=\"66\">click a frame to zoom, Esc to reset</text>"
           "</g>\n",
           f);
   else
