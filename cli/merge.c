@@ -322,7 +322,6 @@ static void arena_free_all(struct chunk *c)
 
 struct input {
   char *path;
-  unsigned char *plain;
   pb_profile *pb;
   int64_t rate;
 };
@@ -419,18 +418,19 @@ static int read_inputs(struct merge *m)
     size_t len;
     struct culpert__profile *p;
     struct culpert__load_opts opts = {.stacks = CULPERT_STACKS_NONE};
-    int rc =
-        culpert__profile_read_plain(in->path, &in->plain, &len, &opts.inflated, m->err, m->errlen);
+    unsigned char *plain;
+    int rc = culpert__profile_read_plain(in->path, &plain, &len, &opts.inflated, m->err, m->errlen);
     if (rc)
       return rc;
-    rc = culpert__profile_load_buffer_with(in->plain, len, name, &opts, &p, m->err, m->errlen);
+    rc = culpert__profile_load_buffer_with(plain, len, name, &opts, &p, m->err, m->errlen);
+    if (rc == 0) {
+      in->rate = p->rate;
+      culpert__profile_free(p);
+      in->pb = perftools__profiles__profile__unpack(&m->alloc, len, plain);
+    }
+    free(plain); /* protobuf-c copied what it keeps */
     if (rc)
       return rc;
-    in->rate = p->rate;
-    culpert__profile_free(p);
-    in->pb = perftools__profiles__profile__unpack(&m->alloc, len, in->plain);
-    free(in->plain); /* protobuf-c copied what it keeps */
-    in->plain = NULL;
     if (!in->pb)
       return fail(m, -ENOMEM, "%s: out of memory decoding the profile", name);
     if (i > 0 && !same_types(&m->in[0], in)) {
@@ -956,8 +956,6 @@ int culpert__merge_files(const char *const *paths, size_t n, struct culpert__mer
   if (rc == 0)
     out->nfiles = nexp;
 out:
-  for (size_t i = 0; m.in && i < nexp; i++)
-    free(m.in[i].plain);
   arena_free_all(m.arena);
   free(m.in);
   strtab_free(&m.strs);
