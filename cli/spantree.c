@@ -2,7 +2,7 @@
 /*
  * spantree.c: rebuild the span hierarchy from span_id / span_parent_id.
  *
- * Every span id resolves to a node once (memoised), walking up its parent
+ * Every span (an id and a name) resolves to a node once (memoised), walking up its parent
  * chain iteratively; a chain that comes back to an id already on it (a cycle
  * or a span that is its own parent) is cut there and the span becomes a
  * root. Nothing here recurses, so hostile nesting depth cannot overflow the
@@ -144,25 +144,35 @@ static int recs_grow_slots(struct recs *r)
   return 0;
 }
 
-static struct span_rec *find_rec(const struct recs *r, int64_t id)
+/* The first record of span `id` named `name`, or of any name when `name`
+ * is NULL. Records of one id are met in the order they were added. */
+static struct span_rec *find_rec_named(const struct recs *r, int64_t id, const char *name)
 {
   if (id == 0 || !r->slots)
     return NULL;
   size_t j = id_hash(id) & r->mask;
   while (r->slots[j]) {
     struct span_rec *rec = &r->v[r->slots[j] - 1];
-    if (rec->id == id)
+    if (rec->id == id && (!name || strcmp(rec->name, name) == 0))
       return rec;
     j = (j + 1) & r->mask;
   }
   return NULL;
 }
 
-/* Record span `id` unless already known: the first sample in the file
- * wins when samples disagree about an id's name or parent. */
+static struct span_rec *find_rec(const struct recs *r, int64_t id)
+{
+  return find_rec_named(r, id, NULL);
+}
+
+/* Record span `id` named `name` unless already known. One id may carry
+ * several names: `go tool pprof -proto a b` keeps each file's ids, so two
+ * processes' spans can share one, and each sample stays with its own
+ * name (its parent is then the first record of the parent id). The first
+ * sample wins when samples disagree about a named id's parent. */
 static int recs_add(struct recs *r, int64_t id, int64_t parent, const char *name)
 {
-  if (find_rec(r, id))
+  if (find_rec_named(r, id, name))
     return 0;
   if (r->n >= UINT32_MAX - 1)
     return -ENOMEM;
@@ -245,7 +255,7 @@ int culpert__spantree_build(const struct culpert__profile *p, bool inuse,
     if (!s->span_name) {
       node = child_of(t, &t->top, CULPERT_NO_SPAN_NAME);
     } else if (s->span_id != 0) {
-      node = resolve(t, &recs, find_rec(&recs, s->span_id), chain, ++stamp);
+      node = resolve(t, &recs, find_rec_named(&recs, s->span_id, s->span_name), chain, ++stamp);
     } else {
       /* A span name without an id: place it under its parent, if known. */
       struct span_rec *parent = find_rec(&recs, s->span_parent_id);

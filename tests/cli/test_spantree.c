@@ -4,7 +4,8 @@
  * same-name spans merge under the same parent (per-path and per-instance
  * ids alike), totals add up, in-use bytes are used on request, samples
  * without a span go to "(no span)", and cycles, self-parents, unknown
- * parents and very deep chains end (no hang, no stack overflow).
+ * parents and very deep chains end (no hang, no stack overflow), and
+ * spans of different names sharing an id stay apart.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -109,6 +110,24 @@ static void test_spantree_name_without_id(void **state)
   culpert__spantree_free(root);
 }
 
+/* Two processes' spans sharing an id (a file merged by `go tool pprof
+ * -proto a b` keeps each file's ids): each sample stays with its own
+ * name, and a child of the shared id goes under its first owner. */
+static void test_spantree_shared_id_keeps_names(void **state)
+{
+  (void)state;
+  struct culpert__sample s[] = {S("load", 1, 0, 100), S("index", 1, 0, 30),
+                                S("compress", 2, 1, 50), S("index", 1, 0, 6)};
+  struct culpert__span_node *root;
+  assert_int_equal(culpert__spantree_build(model(s, 4), false, &root), 0);
+  assert_int_equal(root->nchildren, 2);
+  assert_int_equal(path(root, (const char *[]){"load", NULL})->self_bytes, 100);
+  assert_int_equal(path(root, (const char *[]){"index", NULL})->self_bytes, 36);
+  assert_int_equal(path(root, (const char *[]){"load", "compress", NULL})->self_bytes, 50);
+  assert_int_equal(root->total_bytes, 186);
+  culpert__spantree_free(root);
+}
+
 /* A chain 200000 spans deep builds and frees without recursion. */
 static void test_spantree_deep_chain(void **state)
 {
@@ -140,6 +159,7 @@ int main(void)
       cmocka_unit_test(test_spantree_inuse),
       cmocka_unit_test(test_spantree_cycles_cut),
       cmocka_unit_test(test_spantree_name_without_id),
+      cmocka_unit_test(test_spantree_shared_id_keeps_names),
       cmocka_unit_test(test_spantree_deep_chain),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
