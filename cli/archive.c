@@ -21,6 +21,7 @@
  * dot), so readers see whole files only; each upload touches only its own
  * SHA's files, so concurrent uploads never rewrite a shared index.
  */
+#include <ctype.h>
 #include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
@@ -166,6 +167,24 @@ int culpert__archive_is_local(const char *endpoint)
   return !(has_prefix_nocase(endpoint, "http://") || has_prefix_nocase(endpoint, "https://"));
 }
 
+/* A local endpoint that looks like a URL gone wrong: another scheme
+ * ("htp://", "ftp://") or an http one missing a character ("https//h",
+ * "http:/h"). Taken as a directory, it would "upload" into ./htp:/h. */
+static int mistyped_url(const char *endpoint)
+{
+  if (has_prefix_nocase(endpoint, "file://"))
+    return 0;
+  const char *p = endpoint;
+  if (isalpha((unsigned char)*p)) {
+    while (isalnum((unsigned char)*p) || *p == '+' || *p == '-' || *p == '.')
+      p++;
+    if (strncmp(p, "://", 3) == 0)
+      return 1;
+  }
+  return has_prefix_nocase(endpoint, "http:") || has_prefix_nocase(endpoint, "https:") ||
+         has_prefix_nocase(endpoint, "http//") || has_prefix_nocase(endpoint, "https//");
+}
+
 int culpert__archive_resolve(struct culpert__archive *a)
 {
   const char *why = NULL;
@@ -201,8 +220,15 @@ int culpert__archive_resolve(struct culpert__archive *a)
                    a->cf_access_id ? "id" : "secret");
     return -EINVAL;
   }
-  if (culpert__archive_is_local(a->endpoint))
+  if (culpert__archive_is_local(a->endpoint)) {
+    if (mistyped_url(a->endpoint)) {
+      culpert__error("bad --endpoint / CULPERT_ARCHIVE '%s': not an http://, https:// or "
+                     "file:// URL (write ./%s for a directory of that name)",
+                     a->endpoint, a->endpoint);
+      return -EINVAL;
+    }
     return 0; /* token, Access headers and TLS options mean nothing locally */
+  }
 
   const char *host = strstr(a->endpoint, "://") + 3;
   if (*host == '\0' || *host == '/' || strpbrk(a->endpoint, "?#") || has_control_or_space(host)) {

@@ -67,6 +67,8 @@ const cases = [
 	["Access secret alone", () => up("--commit-sha", SHA, "--branch", "main", good.file), { CF_ACCESS_CLIENT_SECRET: CF_SECRET }, /CF_ACCESS_CLIENT_SECRET.*only the secret/],
 	["no endpoint", () => ["upload", "--token", TOKEN, "--commit-sha", SHA, "--branch", "main", good.file], {}, /--endpoint URL or set CULPERT_ARCHIVE/],
 	["no token", () => ["upload", "--endpoint", server.url, "--commit-sha", SHA, "--branch", "main", good.file], {}, /--token or set CULPERT_TOKEN/],
+	["endpoint with another scheme", () => ["upload", "--endpoint", "htp://archive.example", "--token", TOKEN, "--commit-sha", SHA, "--branch", "main", good.file], {}, /bad --endpoint .*'htp:\/\/archive\.example': not an http:\/\/, https:\/\/ or file:\/\/ URL/],
+	["endpoint missing its colon", () => ["pull", "--endpoint", "https//archive.example", "--token", TOKEN, "--sha", SHA], {}, /bad --endpoint .*'https\/\/archive\.example'/],
 	["endpoint with a query", () => ["pull", "--endpoint", `${server.url}/?a=b`, "--token", TOKEN, "--sha", SHA], {}, /bad --endpoint/],
 	["unreadable --cacert", () => up("--commit-sha", SHA, "--branch", "main", "--cacert", path.join(dir, "none.pem"), good.file), {}, /cannot read --cacert/],
 	["bad --timeout", () => up("--commit-sha", SHA, "--branch", "main", "--timeout", "0", good.file), {}, /--timeout expects seconds/],
@@ -96,10 +98,13 @@ for (const [what, args, env, pattern] of cases) {
 	});
 }
 
-test("--help of both commands lists every option", async () => {
+test("--help (and -h) of both commands lists every option", async () => {
 	for (const cmd of ["upload", "pull"]) {
+		const short = await run([cmd, "-h"]);
+		expectExit(short, 0, `${cmd} -h`);
 		const r = await run([cmd, "--help"]);
 		expectExit(r, 0, `${cmd} --help`);
+		assert.equal(short.stdout.toString(), r.stdout.toString(), `${cmd} -h is --help`);
 		const text = r.stdout.toString();
 		for (const flag of ["--endpoint", "--token", "--project", "--cf-access-client-id", "--cf-access-client-secret", "--cacert", "--timeout", "--connect-timeout", "--retries", "--verbose"])
 			assert.ok(text.includes(flag), `${cmd} --help lacks ${flag}`);
