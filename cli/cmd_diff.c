@@ -1142,7 +1142,7 @@ static void usage(FILE *f)
         "  --tree               nest spans as `culpert report` does (text, markdown)\n"
         "  --inuse              compare in-use bytes instead of allocated bytes\n"
         "  --no-fail            exit 0 even when a regression is found\n"
-        "  --help               show this help\n"
+        "  -h, --help           show this help\n"
         "\n"
         "Byte values accept a K, M, G or T suffix (base 1024). Profiles at different\n"
         "sample rates are compared on their unbiased estimates.\n",

@@ -82,7 +82,7 @@ static void usage(FILE *f)
           "                          folded lines become 'stack before after'\n"
           "  --title TEXT            SVG title (default 'Allocation flame graph')\n"
           "  -o, --output FILE       write to FILE instead of standard output\n"
-          "  --help                  show this help\n"
+          "  -h, --help              show this help\n"
           "\n"
           "Folded names: ';' becomes ':' and control characters become '?'.\n"
           "SVG: frames narrower than 0.1%% of the total are merged into one grey\n"

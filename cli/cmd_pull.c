@@ -34,7 +34,7 @@ static void usage(FILE *f)
           "  --allow-missing    when the archive has no such profile, write nothing,\n"
           "                     say so on stderr and exit 0\n"
           "%s"
-          "  --help             show this help\n\n"
+          "  -h, --help         show this help\n\n"
           "Exit status: 0 fetched (or missing with --allow-missing), 2 any error.\n",
           culpert__archive_options_help);
 }
@@ -91,7 +91,7 @@ int culpert__cmd_pull(int argc, char **argv)
   culpert__archive_init(&a);
   opterr = 0;
   optind = 1;
-  while ((opt = getopt_long(argc, argv, ":o:", longopts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
     int used = culpert__archive_option(&a, opt, optarg);
     if (used < 0)
       goto out;
@@ -111,6 +111,7 @@ int culpert__cmd_pull(int argc, char **argv)
       allow_missing = 1;
       break;
     case OPT_HELP:
+    case 'h':
       usage(stdout);
       rc = CULPERT_EXIT_OK;
       goto out;

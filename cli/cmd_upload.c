@@ -36,7 +36,7 @@ static void usage(FILE *f)
           "  --branch NAME      1-255 bytes of UTF-8 without control characters\n"
           "                     [GITHUB_REF_NAME]\n"
           "%s"
-          "  --help             show this help\n\n"
+          "  -h, --help         show this help\n\n"
           "Exit status: 0 uploaded, 2 any error.\n",
           culpert__archive_options_help);
 }
@@ -59,7 +59,7 @@ int culpert__cmd_upload(int argc, char **argv)
   culpert__archive_init(&a);
   opterr = 0;
   optind = 1;
-  while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     int used = culpert__archive_option(&a, opt, optarg);
     if (used < 0)
       goto out;
@@ -73,6 +73,7 @@ int culpert__cmd_upload(int argc, char **argv)
       branch = optarg;
       break;
     case OPT_HELP:
+    case 'h':
       usage(stdout);
       rc = CULPERT_EXIT_OK;
       goto out;
