@@ -749,7 +749,8 @@ static int parse(int argc, char **argv, struct run_opts *o, char *rate_buf, size
 
 /* What would leave the run without a profile, said before PROGRAM runs
  * for nothing: a statically linked PROGRAM, one the loader runs in secure
- * mode, a profile directory that is missing or read-only. -1 (the reason
+ * mode, a profile directory that is missing or read-only, -o naming a
+ * directory. -1 (the reason
  * printed) or 0. */
 static int refuse_before_run(const struct run_opts *o)
 {
@@ -776,6 +777,14 @@ static int refuse_before_run(const struct run_opts *o)
   const char *last_slash = o->output ? strrchr(o->output, '/') : NULL;
   bool pid_in_dir = last_slash && memmem(o->output, (size_t)(last_slash - o->output), "%p", 2);
   int bad = output_path(o->output, o->argv[0], 0, probe, sizeof probe);
+  size_t olen = o->output ? strlen(o->output) : 0;
+  struct stat st;
+  if (olen > 0 && (o->output[olen - 1] == '/' || (bad == 0 && !strstr(o->output, "%p") &&
+                                                  stat(probe, &st) == 0 && S_ISDIR(st.st_mode)))) {
+    culpert__error("-o %s names a directory: give a file name, such as %s%sapp.pb.gz", o->output,
+                   o->output, o->output[olen - 1] == '/' ? "" : "/");
+    return -1;
+  }
   if (bad == 0 && !pid_in_dir)
     bad = output_dir_ok(probe, dir);
   if (bad != 0) {

@@ -182,6 +182,17 @@ rc=$?
 has err "culpert: error: cannot write a profile in $tmp/nodir: No such file or directory" || fail "missing profile directory: message: $(cat err)"
 [ -s out ] && fail "missing profile directory: PROGRAM ran anyway: $(cat out)"
 
+# 5c. -o naming a directory (one that exists, or any name ending in /):
+#     exit 2 before PROGRAM runs, suggesting a file name in it.
+mkdir -p "$tmp/profdir"
+for o in "$tmp/profdir" "$tmp/profdir/"; do
+  "$culpert" run -o "$o" -- "$workload" env >out 2>err
+  rc=$?
+  [ $rc -eq 2 ] || fail "-o $o: exit $rc, want 2"
+  has err "culpert: error: -o $o names a directory: give a file name, such as $tmp/profdir/app.pb.gz" || fail "-o $o: message: $(cat err)"
+  [ -s out ] && fail "-o $o: PROGRAM ran anyway: $(cat out)"
+done
+
 # 6. A static binary could write no profile: exit 2 before it runs.
 "$culpert" run -o e.pb.gz -- "$static" env >out 2>err
 rc=$?

@@ -116,8 +116,8 @@ static void test_spantree_name_without_id(void **state)
 static void test_spantree_shared_id_keeps_names(void **state)
 {
   (void)state;
-  struct culpert__sample s[] = {S("load", 1, 0, 100), S("index", 1, 0, 30),
-                                S("compress", 2, 1, 50), S("index", 1, 0, 6)};
+  struct culpert__sample s[] = {S("load", 1, 0, 100), S("index", 1, 0, 30), S("compress", 2, 1, 50),
+                                S("index", 1, 0, 6)};
   struct culpert__span_node *root;
   assert_int_equal(culpert__spantree_build(model(s, 4), false, &root), 0);
   assert_int_equal(root->nchildren, 2);
