@@ -849,6 +849,12 @@ int culpert__cmd_flamegraph(int argc, char **argv)
     return rc == 1 ? CULPERT_EXIT_OK : CULPERT_EXIT_ERROR;
   }
 
+  for (size_t i = 0; o.diff_base && strcmp(o.diff_base, "-") == 0 && i < o.npaths; i++) {
+    if (strcmp(o.paths[i], "-") == 0) {
+      culpert__error("standard input ('-') can be read only once: not both FILE and --diff-base");
+      goto out;
+    }
+  }
   if (culpert__profile_load_all(o.paths, o.npaths, NULL, check_weight, &o, &p, err, sizeof err) !=
       0) {
     culpert__error("%s", err);

@@ -225,6 +225,13 @@ int culpert__cmd_info(int argc, char **argv)
    * cannot be read is reported and the others are still shown. A
    * directory stands for the profiles in it, as for the other commands. */
   static const struct culpert__load_opts lo = {.stacks = CULPERT_STACKS_NONE}; /* no stacks shown */
+  int nstdin = 0;
+  for (int i = optind; i < argc; i++)
+    nstdin += strcmp(argv[i], "-") == 0;
+  if (nstdin > 1) {
+    culpert__error("standard input ('-') can be read only once");
+    return CULPERT_EXIT_ERROR;
+  }
   status = CULPERT_EXIT_OK;
   bool first = true;
   for (int i = optind; i < argc; i++) {

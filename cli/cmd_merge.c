@@ -88,14 +88,6 @@ int culpert__cmd_merge(int argc, char **argv)
     culpert__error("merge: refusing to write a binary profile to a terminal; give -o FILE");
     return CULPERT_EXIT_ERROR;
   }
-  int nstdin = 0;
-  for (int i = optind; i < argc; i++)
-    nstdin += strcmp(argv[i], "-") == 0;
-  if (nstdin > 1) {
-    culpert__error("merge: standard input ('-') can be read only once");
-    return CULPERT_EXIT_ERROR;
-  }
-
   struct culpert__merged m;
   char err[1024];
   if (culpert__merge_files((const char *const *)argv + optind, (size_t)(argc - optind), &m, err,

@@ -2288,8 +2288,14 @@ static int expand_paths(const char *const *paths, size_t n, char ***out, size_t 
                         size_t errlen)
 {
   char **v = NULL;
-  size_t nv = 0, cap = 0;
+  size_t nv = 0, cap = 0, nstdin = 0;
   int rc = 0;
+  for (size_t i = 0; i < n; i++)
+    nstdin += strcmp(paths[i], "-") == 0;
+  if (nstdin > 1) {
+    snprintf(err, errlen, "standard input ('-') can be read only once");
+    return -EINVAL;
+  }
   for (size_t i = 0; i < n && rc == 0; i++) {
     struct stat st;
     if (strcmp(paths[i], "-") != 0 && stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode)) {
