@@ -89,6 +89,13 @@ int culpert__cmd_upload(int argc, char **argv)
     culpert__error("upload: no FILE given (try 'culpert upload --help')");
     goto out;
   }
+  for (int i = optind; i < argc; i++) {
+    if (strcmp(argv[i], "-") == 0) {
+      culpert__error("upload: standard input ('-') cannot be uploaded: save the profile to a "
+                     "file and give its name");
+      goto out;
+    }
+  }
   const char *file = argv[optind];
   struct stat st;
   bool merge = argc - optind > 1 || (stat(file, &st) == 0 && S_ISDIR(st.st_mode));

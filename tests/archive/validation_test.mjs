@@ -49,6 +49,7 @@ const cases = [
 	// and validated as a profile before any request.
 	["FILE is a directory with a damaged profile", () => up("--commit-sha", SHA, "--branch", "main", dir), {}, /empty\.pb\.gz: file is empty, not a profile/],
 	["FILE is an empty directory", () => up("--commit-sha", SHA, "--branch", "main", emptyDir), {}, /a directory with no profile in it/],
+	["FILE is standard input", () => up("--commit-sha", SHA, "--branch", "main", "-"), {}, /standard input \('-'\) cannot be uploaded/],
 	["no FILE", () => up("--commit-sha", SHA, "--branch", "main"), {}, /no FILE given/],
 	["FILE is gzip but not a profile", () => up("--commit-sha", SHA, "--branch", "main", notProfile), {}, /random\.pb\.gz: not a pprof profile \(protobuf decoding failed after gunzip\); not uploaded/],
 	["two FILEs, one not a profile", () => up("--commit-sha", SHA, "--branch", "main", good.file, notProfile), {}, /random\.pb\.gz: not a pprof profile/],
