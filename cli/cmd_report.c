@@ -540,9 +540,17 @@ static int flat(FILE *f, const struct culpert__profile *p, const struct opts *o,
   char hs[160];
   rate_and_samples(p, hs, sizeof hs);
   fprintf(f, "Top spans by %s (%s):\n", o->inuse ? "in-use bytes" : "allocation", hs);
-  fprintf(f, "  Bytes allocated directly in each span (its child spans not included),\n"
-             "  as unbiased estimates; samples are the raw sampled allocations.\n\n");
-  table_text(f, "span", rows, nrows, o->top, whole, p->has_samples);
+  if (o->inuse)
+    fprintf(f, "  Bytes allocated directly in each span (its child spans not included)\n"
+               "  and still allocated when the profile was written, as unbiased\n"
+               "  estimates; samples are the raw sampled allocations, freed or not.\n\n");
+  else
+    fprintf(f, "  Bytes allocated directly in each span (its child spans not included),\n"
+               "  as unbiased estimates; samples are the raw sampled allocations.\n\n");
+  if (nrows == 0)
+    fprintf(f, "No samples in this profile.\n");
+  else
+    table_text(f, "span", rows, nrows, o->top, whole, p->has_samples);
 out:
   free(rows);
   free(stack);
