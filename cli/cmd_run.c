@@ -478,7 +478,8 @@ static void shell_word(const char *path, char *buf, size_t len)
 /* After the report, what was still allocated when the profile was
  * written (at exit: never freed), and the peak of the in-use estimate for
  * one process (several processes' peaks were at different times), with
- * the command that shows where. Nothing when nothing was in use. */
+ * the command that shows where, every file quoted for the shell. Nothing when nothing was in use.
+ */
 static void inuse_summary(char **files, int n)
 {
   struct culpert__load_opts lo = {.stacks = CULPERT_STACKS_NONE};
@@ -494,9 +495,12 @@ static void inuse_summary(char **files, int n)
     if (n == 1 && culpert__profile_peak_inuse(p, &peak) > 0)
       printf(", peak %s", culpert__fmt_bytes(pb, peak));
     char word[3 * PATH_MAX];
-    shell_word(files[0], word, sizeof word);
-    printf(";\n'culpert report --inuse%s%s%s' shows where.\n", n == 1 ? " " : "",
-           n == 1 ? word : "", n == 1 ? "" : " FILE...");
+    printf(";\nto see where: culpert report --inuse");
+    for (int i = 0; i < n; i++) {
+      shell_word(files[i], word, sizeof word);
+      printf(" %s", word);
+    }
+    putchar('\n');
   }
   culpert__profile_free(p);
 }

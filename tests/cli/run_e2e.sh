@@ -76,15 +76,25 @@ has out "Still in use" && fail "plain run: nothing was left in use, yet: $(cat o
 rc=$?
 [ $rc -eq 0 ] || fail "leak run exited $rc: $(cat err)"
 has out "Still in use when the profile was written (estimated): 100.00 KB in 10 blocks, peak 101.00 KB;" || fail "leak run: the in-use line: $(cat out)"
-has out "'culpert report --inuse $tmp/l.pb.gz' shows where." || fail "leak run: the command: $(cat out)"
+has out "to see where: culpert report --inuse $tmp/l.pb.gz" || fail "leak run: the command: $(cat out)"
 "$culpert" report --inuse "$tmp/l.pb.gz" >out 2>err || fail "leak: report --inuse: $(cat err)"
 grep -q '^cache_fill  *100\.00 KB  100\.00%  (self 100\.00 KB)$' out || fail "leak: report --inuse: $(cat out)"
 # A path with a space is quoted for the shell, one with a $ too.
 mkdir "$tmp/my dir" "$tmp/a\$b"
 "$culpert" run --rate 0 -o "$tmp/my dir/l.pb.gz" -- "$workload" leak >out 2>err || fail "leak run in 'my dir': $(cat err)"
-has out "'culpert report --inuse \"$tmp/my dir/l.pb.gz\"' shows where." || fail "leak run: the quoted command: $(cat out)"
+has out "to see where: culpert report --inuse \"$tmp/my dir/l.pb.gz\"" || fail "leak run: the quoted command: $(cat out)"
 "$culpert" run --rate 0 -o "$tmp/a\$b/l.pb.gz" -- "$workload" leak >out 2>err || fail "leak run in 'a\$b': $(cat err)"
-has out "'culpert report --inuse '$tmp/a\$b/l.pb.gz'' shows where." || fail "leak run: the single-quoted command: $(cat out)"
+has out "to see where: culpert report --inuse '$tmp/a\$b/l.pb.gz'" || fail "leak run: the single-quoted command: $(cat out)"
+
+# 1d. Several processes: the command names every file of the run.
+mkdir "$tmp/multi"
+"$culpert" run --rate 0 -o "$tmp/multi/m.pb.gz" -- sh -c "'$workload' leak; '$workload' leak" >out 2>err || fail "two leak runs: $(cat err)"
+line=$(grep '^to see where: culpert report --inuse ' out)
+set -- $(ls "$tmp/multi")
+[ $# -eq 3 ] || fail "two leak runs under sh: files $*"
+for f in "$@"; do
+  case "$line" in *" $tmp/multi/$f"*) ;; *) fail "two leak runs: $f missing from: $line" ;; esac
+done
 
 # 2. The program's exit status passes through, report still printed.
 "$culpert" run --rate 4K -o b.pb.gz -- "$workload" 7 >out 2>err
