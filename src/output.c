@@ -483,9 +483,39 @@ static int write_all(int fd, const unsigned char *buf, size_t len)
  * line, or the line with CULPERT_INTERVAL's note. */
 enum say_ok { OK_SILENT, OK_SAY, OK_SAY_PERIODIC };
 
+/* 1 when the profile must be written into the file at `path` rather
+ * than renamed over it: a symbolic link (the link stays; /dev/stdout
+ * leads through /proc to whatever descriptor 1 is, a terminal, a pipe or
+ * the file a shell redirected it to), a device (/dev/null) or a FIFO. A
+ * rename would put a regular file where the link or the device node was.
+ * A regular file, or a new one, is replaced by a rename, so that no reader
+ * ever sees it half written. */
+static int in_place(const char *path)
+{
+  struct stat st;
+  return lstat(path, &st) == 0 && !S_ISREG(st.st_mode);
+}
+
+/* Write the encoded profile straight into the file at `path` (see
+ * in_place). A FIFO without a reader fails at once (ENXIO) instead of
+ * holding the process at exit. */
+static int write_in_place(const char *path, const unsigned char *buf, size_t len)
+{
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
+  if (fd < 0)
+    return -errno;
+  int flags = fcntl(fd, F_GETFL);
+  int rc = flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ? -errno : 0;
+  if (rc == 0)
+    rc = write_all(fd, buf, len);
+  if (close(fd) != 0 && rc == 0)
+    rc = -errno;
+  return rc;
+}
+
 /* Encode the profile and put it at `path` through a temporary file and a
- * rename; a failure is reported when say_failure is set. The caller holds
- * write_lock. */
+ * rename (or in place, see in_place); a failure is reported when
+ * say_failure is set. The caller holds write_lock. */
 static int write_file(const char *path, enum say_ok say_ok, int say_failure)
 {
   unsigned char *buf = NULL;
@@ -496,6 +526,10 @@ static int write_file(const char *path, enum say_ok say_ok, int say_failure)
   int rc = culpert__output_profile(&buf, &len, &nsamples);
   if (rc != 0)
     goto out;
+  if (in_place(path)) {
+    rc = write_in_place(path, buf, len);
+    goto out;
+  }
   if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
     rc = -ENAMETOOLONG;
     goto out;

@@ -524,6 +524,40 @@ quiet_and_names)
   [ -f title.pb.gz ] || fail "no profile at CULPERT_OUTPUT after the environment was overwritten: $(ls)"
   expect_totals title.pb.gz handle_request/parse "100 100000 40 40000 100"
   ;;
+output_not_regular)
+  # CULPERT_OUTPUT naming something that is not a regular file: written
+  # into, never replaced by a rename. A symbolic link stays a link (its
+  # target gets the profile, a dangling one's target is created), a FIFO
+  # delivers the profile to its reader, /dev/null stays a device.
+  printf 'old\n' >target
+  ln -s target link
+  ln -s made dangling
+  for out in link dangling; do
+    CULPERT_QUIET=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/$out" run_pre "$BIN/wl_basic" \
+      >out 2>err || fail "wl_basic with CULPERT_OUTPUT=$out failed: $(cat err)"
+    [ -L "$out" ] || fail "CULPERT_OUTPUT=$out: the symbolic link was replaced"
+  done
+  expect_totals target handle_request/parse "100 100000 40 40000 100"
+  expect_totals made handle_request/parse "100 100000 40 40000 100"
+  mkfifo fifo
+  cat fifo >from_fifo &
+  reader=$!
+  CULPERT_QUIET=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/fifo" run_pre "$BIN/wl_basic" \
+    >out 2>err || fail "wl_basic with CULPERT_OUTPUT=fifo failed: $(cat err)"
+  wait $reader
+  [ -p fifo ] || fail "CULPERT_OUTPUT=fifo: the FIFO was replaced"
+  expect_totals from_fifo handle_request/parse "100 100000 40 40000 100"
+  # No reader: the write fails at once with a line saying so, the program
+  # ends normally.
+  timeout 20 env CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/fifo" LD_PRELOAD="$LIB" \
+    "$BIN/wl_basic" >out 2>err || fail "wl_basic with a reader-less FIFO: exit $?"
+  expect_line "$(cat err)" "^culpert: cannot write profile $work/fifo: No such device or address$" \
+    "a FIFO without a reader"
+  CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT=/dev/null run_pre "$BIN/wl_basic" >out 2>err ||
+    fail "wl_basic with CULPERT_OUTPUT=/dev/null failed: $(cat err)"
+  [ -c /dev/null ] || fail "CULPERT_OUTPUT=/dev/null: /dev/null is no longer a device"
+  expect_line "$(cat err)" "^culpert: wrote profile to /dev/null \([0-9]+ samples\)$" "/dev/null"
+  ;;
 symbols)
   # CULPERT_SYMBOLS=names: function names from the symbol tables, no line
   # numbers; the default (full) has both; a bad value warns once, uses full.
