@@ -353,7 +353,9 @@ struct buf {
   int overflow; /* an append went past max */
 };
 
-static int buf_append(struct buf *b, const void *data, size_t n)
+/* Makes room for `n` more bytes and a terminating NUL: -EFBIG (and the
+ * overflow flag) past max, -ENOMEM when out of memory. */
+static int buf_reserve(struct buf *b, size_t n)
 {
   if (n > b->max - b->len) {
     b->overflow = 1;
@@ -369,23 +371,38 @@ static int buf_append(struct buf *b, const void *data, size_t n)
     b->p = p;
     b->cap = cap;
   }
+  return 0;
+}
+
+static int buf_append(struct buf *b, const void *data, size_t n)
+{
+  int rc = buf_reserve(b, n);
+  if (rc < 0)
+    return rc;
   memcpy(b->p + b->len, data, n);
   b->len += n;
   b->p[b->len] = '\0'; /* text answers can be used as strings */
   return 0;
 }
 
+/* Appends formatted text of any length up to the buffer's max. */
 static int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int buf_printf(struct buf *b, const char *fmt, ...)
 {
-  char tmp[512];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
-  if (n < 0 || (size_t)n >= sizeof tmp)
-    return -EOVERFLOW;
-  return buf_append(b, tmp, (size_t)n);
+  if (n < 0)
+    return -EINVAL;
+  int rc = buf_reserve(b, (size_t)n);
+  if (rc < 0)
+    return rc;
+  va_start(ap, fmt);
+  vsnprintf((char *)b->p + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+  return 0;
 }
 
 char *culpert__archive_redact(const char *text, const char *const *secrets)
@@ -1481,15 +1498,18 @@ static void report_status(const struct culpert__archive *a, const struct http_an
 }
 
 /* <endpoint>/v1/profiles/<tail>?<query>, the endpoint's trailing slashes
- * dropped; query values are percent-encoded by the caller. */
+ * dropped; query values are percent-encoded by the caller. The URL is as
+ * long as its parts make it: a 255-byte branch alone encodes to 765. */
 static char *profiles_url(const char *endpoint, const char *tail, const char *query)
 {
+  static const char route[] = "/v1/profiles/";
   size_t n = strlen(endpoint);
   while (n > 0 && endpoint[n - 1] == '/')
     n--;
-  struct buf b = {.max = 65536};
-  if (buf_printf(&b, "%.*s/v1/profiles/%s", (int)n, endpoint, tail) < 0 ||
-      (query[0] && buf_printf(&b, "?%s", query) < 0)) {
+  struct buf b = {.max = n + sizeof route + strlen(tail) + 1 + strlen(query)};
+  if (buf_append(&b, endpoint, n) < 0 || buf_append(&b, route, sizeof route - 1) < 0 ||
+      buf_append(&b, tail, strlen(tail)) < 0 ||
+      (query[0] && (buf_append(&b, "?", 1) < 0 || buf_append(&b, query, strlen(query)) < 0))) {
     free(b.p);
     return NULL;
   }

@@ -181,6 +181,42 @@ test("pull by SHA writes the bytes to -o, and pull latest encodes the branch", a
 	assert.equal(server.requests[1].url, "/v1/profiles/latest?branch=release%2F1.0%2Brc%26x%3Dy&project=p-1");
 });
 
+// curl_easy_escape's encoding: all but A-Z a-z 0-9 - . _ ~, in uppercase hex.
+const escape = (s) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
+test("long valid branches and endpoints reach the server with the whole query", async () => {
+	const branches = [
+		`feature/${"性能".repeat(27)}`, // 170 bytes
+		`feature/${"性".repeat(82)}`, // 254 bytes, 746 encoded
+		`${"a/".repeat(125)}abcde`, // 255 bytes, 125 slashes
+	];
+	for (const branch of branches) {
+		const query = `branch=${escape(branch)}&project=team.a`;
+		server.reset();
+		server.plan.push(answer201(), { status: 200, headers: { "x-culpert-sha": SHA }, body: profile.bytes });
+		let r = await run(["upload", ...conn(), "--project", "team.a", "--commit-sha", SHA, "--branch", branch, profile.file]);
+		expectExit(r, 0, `upload --branch of ${Buffer.byteLength(branch)} bytes`);
+		assert.equal(JSON.parse(r.stdout.toString()).sha, SHA);
+		r = await run(["pull", ...conn(), "--project", "team.a", "--latest-of", branch, "-o", path.join(dir, "long.pb.gz")]);
+		expectExit(r, 0, `pull --latest-of of ${Buffer.byteLength(branch)} bytes`);
+		assert.ok(fs.readFileSync(path.join(dir, "long.pb.gz")).equals(profile.bytes));
+		assert.deepEqual(
+			server.requests.map((q) => `${q.method} ${q.url}`),
+			[`POST /v1/profiles/${SHA}?${query}`, `GET /v1/profiles/latest?${query}`],
+		);
+	}
+
+	// A base URL with a long path, and a long token, go out whole as well.
+	const base = `/${"p".repeat(600)}/${"q".repeat(600)}`;
+	const token = `${TOKEN}${"t".repeat(700)}`;
+	server.reset();
+	server.plan.push({ status: 200, body: profile.bytes });
+	const r = await run(["pull", "--endpoint", `${server.url}${base}/`, "--token", token, "--sha", SHA, "-o", path.join(dir, "long.pb.gz")]);
+	expectExit(r, 0, "pull from a long endpoint");
+	assert.equal(server.requests[0].url, `${base}/v1/profiles/${SHA}`);
+	assert.equal(server.requests[0].headers.authorization, `Bearer ${token}`);
+});
+
 test("pull: a connection cut mid-body exits 2 and leaves no file, not even a temporary", async () => {
 	const outDir = path.join(dir, "cut");
 	fs.mkdirSync(outDir);
