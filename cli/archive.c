@@ -459,6 +459,17 @@ static void endpoint_label(const char *endpoint, char *out, size_t outlen)
     snprintf(out, outlen, "%s", endpoint);
 }
 
+/* A URL that starts with the endpoint, as output shows it: user:password@
+ * masked as endpoint_label masks it. NULL when out of memory. */
+static char *url_label(const char *url)
+{
+  size_t n = strlen(url) + 4; /* "***" may stand for an empty "@" part */
+  char *out = malloc(n);
+  if (out)
+    endpoint_label(url, out, n);
+  return out;
+}
+
 /* ---- files ---------------------------------------------------------------- */
 
 /* Reads a regular file of at most `max` bytes. Errors are printed naming
@@ -1182,19 +1193,28 @@ static double backoff_s(int attempt)
   return d / 2 + d / 2 * ((double)r / 4294967296.0);
 }
 
+/* The formatted text with the secrets redacted; NULL when out of memory. */
+static char *vformat_redacted(const struct culpert__archive *a, const char *fmt, va_list ap)
+{
+  char *line = NULL;
+  const char *secrets[3];
+  if (vasprintf(&line, fmt, ap) < 0)
+    return NULL;
+  secrets_of(a, secrets);
+  char *safe = culpert__archive_redact(line, secrets);
+  free(line);
+  return safe;
+}
+
 static void print_redacted(const struct culpert__archive *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* A verbose log line on stderr, "culpert: ...", with the secrets redacted. */
 static void print_redacted(const struct culpert__archive *a, const char *fmt, ...)
 {
-  char line[2048];
-  const char *secrets[3];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  char *safe = vformat_redacted(a, fmt, ap);
   va_end(ap);
-  secrets_of(a, secrets);
-  char *safe = culpert__archive_redact(line, secrets);
   fprintf(stderr, "culpert: %s\n", safe ? safe : "(out of memory)");
   free(safe);
 }
@@ -1204,14 +1224,10 @@ static void error_redacted(const struct culpert__archive *a, const char *fmt, ..
 /* culpert__error with the secrets redacted. */
 static void error_redacted(const struct culpert__archive *a, const char *fmt, ...)
 {
-  char line[2048];
-  const char *secrets[3];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  char *safe = vformat_redacted(a, fmt, ap);
   va_end(ap);
-  secrets_of(a, secrets);
-  char *safe = culpert__archive_redact(line, secrets);
   culpert__error("%s", safe ? safe : "(out of memory)");
   free(safe);
 }
@@ -1278,11 +1294,17 @@ static int http_request(const struct culpert__archive *a, const char *url,
   char errbuf[CURL_ERROR_SIZE];
   double deadline = mono_s() + a->timeout_s;
   const char *method = body ? "POST" : "GET";
+  char *shown_url = NULL; /* for --verbose: the URL with its credentials masked */
 
   memset(ans, 0, sizeof *ans);
   ans->body.max = max_answer;
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !(h = curl_easy_init())) {
     culpert__error("cannot initialise libcurl");
+    rc = -ENOMEM;
+    goto out;
+  }
+  if (a->verbose && !(shown_url = url_label(url))) {
+    culpert__error("out of memory building the request");
     rc = -ENOMEM;
     goto out;
   }
@@ -1351,7 +1373,8 @@ static int http_request(const struct culpert__archive *a, const char *url,
     ans->status = 0;
     errbuf[0] = '\0';
     if (a->verbose) {
-      print_redacted(a, "> %s %s (attempt %d of %d)", method, url, attempt + 1, a->retries + 1);
+      print_redacted(a, "> %s %s (attempt %d of %d)", method, shown_url, attempt + 1,
+                     a->retries + 1);
       print_redacted(a, "> Authorization: Bearer [redacted]");
       if (a->cf_access_id)
         print_redacted(a, "> CF-Access-Client-Id: %s, CF-Access-Client-Secret: [redacted]",
@@ -1420,6 +1443,7 @@ out:
     explicit_bzero(cf.p, cf.cap);
   free(auth.p);
   free(cf.p);
+  free(shown_url);
   curl_slist_free_all(headers); /* libcurl's copies; wiped above is what we own */
   if (h)
     curl_easy_cleanup(h);

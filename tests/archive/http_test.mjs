@@ -141,6 +141,28 @@ test("401 on pull says the token was rejected and never shows it, even with --ve
 	assert.ok(!fs.existsSync(out));
 });
 
+test("credentials in the endpoint URL are masked in --verbose output as in errors", async () => {
+	const password = `pw-${randomSha(16)}`;
+	const endpoint = `http://alice:${password}@127.0.0.1:${server.port}`;
+	const masked = `http://***@127.0.0.1:${server.port}`;
+	server.plan.push(answer201(), { status: 200, body: profile.bytes }, { status: 500, body: '{"error":"down"}' });
+	const runs = [
+		await run(["upload", "--endpoint", endpoint, "--token", TOKEN, "--commit-sha", SHA, "--branch", "main", "--verbose", profile.file]),
+		await run(["pull", "--endpoint", `${endpoint}/`, "--token", TOKEN, "--sha", SHA, "--verbose", "-o", path.join(dir, "cred.pb.gz")]),
+		await run(["pull", "--endpoint", endpoint, "--token", TOKEN, "--sha", SHA, "--verbose", "--retries", "0"]),
+	];
+	expectExit(runs[0], 0, "upload --verbose");
+	expectExit(runs[1], 0, "pull --verbose");
+	expectExit(runs[2], 2, "pull answered 500");
+	const has = (r, text) => assert.ok(r.stderr.includes(text), `no '${text}' in:\n${r.stderr}`);
+	has(runs[0], `> POST ${masked}/v1/profiles/${SHA}?branch=main (attempt 1 of 4)`);
+	has(runs[0], "> Authorization: Bearer [redacted]");
+	has(runs[1], `> GET ${masked}/v1/profiles/${SHA} (attempt 1 of 4)`);
+	has(runs[2], `> GET ${masked}/v1/profiles/${SHA} (attempt 1 of 1)`);
+	has(runs[2], `the archive at ${masked} answered HTTP 500`);
+	for (const r of runs) assert.ok(!r.stderr.includes(password) && !r.stderr.includes("alice"), r.stderr);
+});
+
 test("a server that echoes the token in its error message gets it redacted", async () => {
 	server.setFallback({ status: 400, body: JSON.stringify({ error: `you sent ${TOKEN} and ${CF_SECRET}` }) });
 	const r = await upload("--cf-access-client-id", CF_ID, "--cf-access-client-secret", CF_SECRET, "--verbose");
