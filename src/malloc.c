@@ -890,18 +890,49 @@ CULPERT__EXPORT void _Exit(int status)
 }
 
 /* quick_exit runs the at_quick_exit handlers, then glibc's own _exit,
- * which does not come through the wrapper above. */
+ * which does not come through the wrapper above. The constructor
+ * registered the first of those handlers, so it runs last: the profile
+ * then sees what the program's handlers freed. Only when that
+ * registration failed is the profile written here, before them. */
 static void (*next_quick_exit)(int);
+static int quick_exit_handler;
+
+static void at_quick_exit_handler(void)
+{
+  culpert__output_at_immediate_exit();
+}
 
 CULPERT__EXPORT void quick_exit(int status)
 {
-  culpert__output_at_immediate_exit();
+  if (!quick_exit_handler)
+    culpert__output_at_immediate_exit();
   if (next_quick_exit != NULL)
     next_quick_exit(status);
   immediate_exit(status);
 }
 
 /* ---------------------------------------------------------------- start and exit */
+
+/*
+ * The exit profile is written by a handler exit() runs after every ELF
+ * destructor (the program's libraries', C++ static objects', culpert's
+ * own): the constructor registers it with no DSO handle, before glibc's
+ * start-up code registers the dynamic loader's finalizer (which runs the
+ * destructors), and exit() runs its handlers last registered first. So
+ * what a library frees in its destructor is no longer counted in use.
+ * (With a DSO handle, libculpert's own destructor would run it, in the
+ * middle of the others. libculpert is linked -z nodelete, so the handler
+ * stays mapped.) Only when that registration failed does the destructor
+ * write the profile.
+ */
+extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso_handle);
+static int exit_handler;
+
+static void at_exit_handler(void *arg)
+{
+  (void)arg;
+  culpert__output_at_exit();
+}
 
 __attribute__((constructor)) static void culpert_start(void)
 {
@@ -914,6 +945,8 @@ __attribute__((constructor)) static void culpert_start(void)
   culpert__exec_resolve();
   culpert__tls.guard++;
   culpert__init();
+  exit_handler = __cxa_atexit(at_exit_handler, NULL, NULL) == 0;
+  quick_exit_handler = at_quick_exit(at_quick_exit_handler) == 0;
   culpert__tls.guard--;
 }
 
@@ -922,5 +955,6 @@ __attribute__((destructor)) static void culpert_finish(void)
 #ifdef CULPERT_COST_COUNTERS
   cost_report();
 #endif
-  culpert__output_at_exit();
+  if (!exit_handler)
+    culpert__output_at_exit();
 }

@@ -237,6 +237,31 @@ immediate_exit)
   [ "$(ls q.*.pb.gz | wc -l)" -eq 5 ] || fail "want 5 profiles (program, 4 children): $(ls)"
   ls ./*.tmp.* >/dev/null 2>&1 && fail "temporary files left: $(ls)"
   ;;
+teardown_frees)
+  # Blocks freed as the process ends (by a linked library's destructor,
+  # the program's destructor and atexit handler) are not in use in the exit
+  # profile, which is written after all of them; only the block kept for
+  # good is. quick_exit runs none of those, only the at_quick_exit
+  # handlers, before which the profile is not written either.
+  inuse() { # FILE SPAN: in-use objects and bytes
+    totals "$1" "$2" | awk '{print $3, $4}'
+  }
+  CULPERT_QUIET=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/t.pb.gz" run_pre \
+    "$BIN/wl_teardown" exit >out 2>err || fail "wl_teardown exit exited $?: $(cat err)"
+  for span in lib_cache dtor atexit quick; do
+    got=$(inuse t.pb.gz $span)
+    [ "$got" = "0 0" ] || fail "exit: span $span still in use (objects, bytes: $got)"
+  done
+  expect_totals t.pb.gz kept "1 7000 1 7000 1"
+  CULPERT_QUIET=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/q.pb.gz" run_pre \
+    "$BIN/wl_teardown" quick >out 2>err
+  rc=$?
+  [ $rc -eq 3 ] || fail "wl_teardown quick exited $rc, want 3: $(cat err)"
+  got=$(inuse q.pb.gz quick)
+  [ "$got" = "0 0" ] || fail "quick_exit: span quick still in use (objects, bytes: $got)"
+  [ "$(inuse q.pb.gz lib_cache)" = "1 50000" ] || fail "quick_exit: lib_cache: $(inuse q.pb.gz lib_cache)"
+  expect_totals q.pb.gz kept "1 7000 1 7000 1"
+  ;;
 python_exit)
   # Python's multiprocessing workers (fork start method) end with os._exit,
   # and so does this program: every process writes its own profile, once.
