@@ -57,7 +57,8 @@ extern "C" {
  * `name` must be a NUL-terminated string that stays valid while the span is
  * open (string literals are the common case); libculpert copies the text the
  * first time it sees a name under a given parent, so the pointer is not kept
- * after the span closes. Names longer than 255 bytes are cut.
+ * after the span closes. Names longer than 255 bytes are cut; a NULL or
+ * empty name is recorded as "(unnamed)".
  * Profiles aggregate spans by *path*: all instances of
  * handle_request -> parse_input share one span_id in the written file.
  */
@@ -82,7 +83,8 @@ CULPERT__DECL uint64_t culpert_span_current(void);
  * culpert_span_enter_child_of: like culpert_span_enter(), but the new span's
  * parent is `parent_id` (from culpert_span_current(), possibly on another
  * thread) instead of the span open on this thread. parent_id 0 makes a root
- * span. An id that libculpert does not know makes a root span as well.
+ * span. An id that libculpert does not know (one this process never
+ * issued: from another process, or made up) makes a root span as well.
  * Close it with culpert_span_exit() as usual.
  */
 CULPERT__DECL void culpert_span_enter_child_of(const char *name, uint64_t parent_id);

@@ -104,8 +104,12 @@ uint32_t culpert__span_lookup(uint32_t parent, const char *name)
 
 uint32_t culpert__span_node_of(uint64_t id)
 {
+  /* An id this process issued: its sequence number was handed out (in a
+   * thread's block, at least), and its node is a published slot. */
+  uint64_t seq = id >> CULPERT__SPAN_NODE_BITS;
   uint32_t node = (uint32_t)(id & (CULPERT__SPAN_NODES - 1));
-  if (node == 0 || atomic_load_explicit(&slot_state[node], memory_order_acquire) != SLOT_READY)
+  if (node == 0 || seq == 0 || seq >= atomic_load_explicit(&seq_next, memory_order_relaxed) ||
+      atomic_load_explicit(&slot_state[node], memory_order_acquire) != SLOT_READY)
     return 0;
   return node;
 }
@@ -167,7 +171,8 @@ static void span_push(uint32_t parent, const char *name)
     t->span_depth++;
     return;
   }
-  uint32_t node = culpert__span_lookup(parent, name != NULL ? name : "(unnamed)");
+  uint32_t node =
+      culpert__span_lookup(parent, name != NULL && name[0] != '\0' ? name : "(unnamed)");
   if (node == 0) {
     atomic_fetch_add_explicit(&table_full, 1, memory_order_relaxed);
     node = parent;

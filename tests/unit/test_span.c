@@ -157,6 +157,50 @@ static void test_span_long_name_cut(void **state)
   culpert_span_exit();
 }
 
+/* An id this process never issued makes a root span, also when its low
+ * bits name a real path node (one from another process, say): a
+ * sequence number not handed out yet, or 0. */
+static void test_span_unknown_parent_is_root(void **state)
+{
+  (void)state;
+  culpert_span_enter("issued");
+  uint64_t real = culpert_span_current();
+  uint32_t node = culpert__span_node_of(real);
+  assert_true(node != 0);
+  culpert_span_exit();
+  const uint64_t bogus[] = {
+      (UINT64_C(1) << 40) | node, /* a sequence number far beyond any issued */
+      node,                       /* sequence number 0 */
+  };
+  for (size_t i = 0; i < sizeof bogus / sizeof bogus[0]; i++) {
+    assert_int_equal(culpert__span_node_of(bogus[i]), 0);
+    culpert_span_enter_child_of("orphan", bogus[i]);
+    uint32_t parent = 99;
+    assert_string_equal(node_name(culpert__span_current_node(), &parent), "orphan");
+    assert_int_equal(parent, 0);
+    culpert_span_exit();
+  }
+  culpert_span_enter_child_of("child", real);
+  uint32_t parent = 0;
+  node_name(culpert__span_current_node(), &parent);
+  assert_int_equal(parent, node);
+  culpert_span_exit();
+}
+
+/* A NULL or empty name is stored as "(unnamed)": pprof drops labels
+ * whose value is empty, so the span would lose its name. */
+static void test_span_empty_name(void **state)
+{
+  (void)state;
+  uint32_t parent;
+  culpert_span_enter("");
+  assert_string_equal(node_name(culpert__span_current_node(), &parent), "(unnamed)");
+  culpert_span_exit();
+  culpert_span_enter(NULL);
+  assert_string_equal(node_name(culpert__span_current_node(), &parent), "(unnamed)");
+  culpert_span_exit();
+}
+
 /* Threads creating the same new paths at the same time: every thread
  * always sees a published node with the right name and parent. */
 static void *racer(void *arg)
@@ -231,6 +275,8 @@ int main(void)
       cmocka_unit_test(test_span_underflow_counted),
       cmocka_unit_test(test_span_enter_child_of_across_threads),
       cmocka_unit_test(test_span_long_name_cut),
+      cmocka_unit_test(test_span_unknown_parent_is_root),
+      cmocka_unit_test(test_span_empty_name),
       cmocka_unit_test(test_span_concurrent_paths),
       cmocka_unit_test(test_span_table_full_counted),
   };
