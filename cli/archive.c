@@ -51,6 +51,7 @@
 #define BACKOFF_BASE_S     0.5
 #define BACKOFF_CAP_S      30.0
 #define MAX_SERVER_MESSAGE 300
+#define MAX_JSON_DEPTH     64 /* nesting accepted in an upload answer */
 
 const char culpert__archive_options_help[] =
     "Connection (flags override the environment):\n"
@@ -1480,6 +1481,94 @@ static char *server_message(const struct culpert__archive *a, const struct buf *
   return culpert__archive_redact(text, secrets);
 }
 
+/* The end of the JSON value (RFC 8259) that starts at p, or NULL when none
+ * does or it nests deeper than `depth`. Only the syntax is checked. */
+static const char *json_skip_value(const char *p, int depth)
+{
+  if (depth <= 0)
+    return NULL;
+  if (*p == '"') {
+    for (p++; *p != '"'; p++) {
+      if ((unsigned char)*p < 0x20)
+        return NULL; /* a control character, or the end of the text */
+      if (*p == '\\') {
+        p++;
+        if (*p == 'u') {
+          for (int i = 0; i < 4; i++)
+            if (!isxdigit((unsigned char)*++p))
+              return NULL;
+        } else if (!*p || !strchr("\"\\/bfnrt", *p)) {
+          return NULL;
+        }
+      }
+    }
+    return p + 1;
+  }
+  if (*p == '{' || *p == '[') {
+    char close = *p == '{' ? '}' : ']';
+    p = skip_ws(p + 1);
+    if (*p == close)
+      return p + 1;
+    for (;;) {
+      if (close == '}') {
+        if (*p != '"' || !(p = json_skip_value(p, depth - 1)) || *(p = skip_ws(p)) != ':')
+          return NULL;
+        p = skip_ws(p + 1);
+      }
+      if (!(p = json_skip_value(p, depth - 1)))
+        return NULL;
+      p = skip_ws(p);
+      if (*p == close)
+        return p + 1;
+      if (*p != ',')
+        return NULL;
+      p = skip_ws(p + 1);
+    }
+  }
+  static const char *const literals[] = {"true", "false", "null"};
+  for (size_t i = 0; i < sizeof literals / sizeof literals[0]; i++)
+    if (strncmp(p, literals[i], strlen(literals[i])) == 0)
+      return p + strlen(literals[i]);
+  /* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+  const char *start = p;
+  if (*p == '-')
+    p++;
+  if (*p == '0')
+    p++;
+  else if (*p >= '1' && *p <= '9')
+    while (isdigit((unsigned char)*p))
+      p++;
+  else
+    return NULL;
+  if (*p == '.') {
+    if (!isdigit((unsigned char)*++p))
+      return NULL;
+    while (isdigit((unsigned char)*p))
+      p++;
+  }
+  if (*p == 'e' || *p == 'E') {
+    p++;
+    if (*p == '+' || *p == '-')
+      p++;
+    if (!isdigit((unsigned char)*p))
+      return NULL;
+    while (isdigit((unsigned char)*p))
+      p++;
+  }
+  return p > start ? p : NULL;
+}
+
+/* 1 when the body is one JSON object and nothing else but white space. */
+static int json_object(const struct buf *body)
+{
+  const char *s = body->p ? (const char *)body->p : "";
+  if (strlen(s) != body->len)
+    return 0; /* a NUL inside */
+  s = skip_ws(s);
+  const char *end = *s == '{' ? json_skip_value(s, MAX_JSON_DEPTH) : NULL;
+  return end && *skip_ws(end) == '\0';
+}
+
 /* Prints why a final HTTP answer is an error. `doing` is e.g. "upload". */
 static void report_status(const struct culpert__archive *a, const struct http_answer *ans,
                           const char *doing, const char *file)
@@ -1573,6 +1662,24 @@ static int http_upload(const struct culpert__archive *a, const char *file, const
     goto out;
   if (ans.status < 200 || ans.status > 299) {
     report_status(a, &ans, "upload", file);
+    rc = -EIO;
+    goto out;
+  }
+  /* The archive answers an upload 201 with a JSON description; any other
+   * success (a proxy, a static site, a catch-all handler) stored nothing
+   * culpert can pull back, so it is not reported as an upload. */
+  if (ans.status != 201 || !json_object(&ans.body)) {
+    char ep[1024];
+    char *msg = server_message(a, &ans.body);
+    endpoint_label(a->endpoint, ep, sizeof ep);
+    error_redacted(a,
+                   "upload of '%s' not confirmed: %s answered HTTP %ld%s; the endpoint may not "
+                   "be a culpert archive (check --endpoint / CULPERT_ARCHIVE)%s%s",
+                   file, ep, ans.status,
+                   ans.status == 201 ? " with a body that is not a JSON object"
+                                     : " instead of the archive's 201",
+                   msg ? ": " : "", msg ? msg : "");
+    free(msg);
     rc = -EIO;
     goto out;
   }

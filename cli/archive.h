@@ -116,8 +116,9 @@ char *culpert__archive_redact(const char *text, const char *const *secrets);
  * gzip stream that the profile loader accepts. `sha` must be valid (any case;
  * it is stored in lowercase). On success *answer is the archive's JSON
  * description of the upload ({project, sha, branch, size, uploaded_at}),
- * redacted, owned by the caller. Errors are printed; returns 0 or a
- * negative errno. */
+ * redacted, owned by the caller. An HTTP answer counts as success only when
+ * it is 201 with a JSON object, as the archive answers; any other 2xx is an
+ * error. Errors are printed; returns 0 or a negative errno. */
 int culpert__archive_upload(const struct culpert__archive *a, const char *path, const char *sha,
                             const char *branch, char **answer);
 /* The same for a profile in memory that the caller made and validated (a

@@ -177,6 +177,49 @@ test("a successful answer echoing the token is redacted on stdout too", async ()
 	assert.match(r.stdout.toString(), /\[redacted\]/);
 });
 
+test("upload prints the server's JSON on stdout ending in exactly one newline", async () => {
+	for (const ending of ["", "\n"]) {
+		const answer = answer201();
+		server.plan.push({ ...answer, body: answer.body + ending });
+		const r = await upload();
+		expectExit(r, 0, "upload");
+		assert.equal(r.stdout.toString(), `${answer.body}\n`);
+	}
+});
+
+test("a 2xx other than 201, or a 201 that is not a JSON object, is not reported as an upload", async () => {
+	const json = { "content-type": "application/json" };
+	for (const [status, body, headers] of [
+		[200, JSON.stringify({ sha: SHA }), json],
+		[202, JSON.stringify({ queued: true }), json],
+		[204, "", {}],
+		[201, "<html><body>Welcome to nginx!</body></html>", { "content-type": "text/html" }],
+		[201, "", {}],
+		[201, `[${JSON.stringify({ sha: SHA })}]`, json],
+		[201, `{"sha":"${SHA}"`, json],
+		[201, `{"sha":"${SHA}"} {}`, json],
+	]) {
+		const what = `upload answered ${status} ${JSON.stringify(body.slice(0, 30))}`;
+		server.reset();
+		server.plan.push({ status, headers, body });
+		const r = await upload("--retries", "3");
+		expectExit(r, 2, what);
+		assert.equal(r.stdout.length, 0, `${what}: nothing on stdout`);
+		assert.equal(server.requests.length, 1, `${what}: not retried`);
+		assert.match(r.stderr, new RegExp(`^culpert: error: upload of '${profile.file}' not confirmed: ${server.url} answered HTTP ${status}\\b`, "m"), what);
+		assert.match(r.stderr, /the endpoint may not be a culpert archive \(check --endpoint \/ CULPERT_ARCHIVE\)/, what);
+		assert.doesNotMatch(r.stderr, /uploaded /, what);
+	}
+
+	// Any JSON object is the archive's answer, whatever else it holds.
+	const object = `\t\n {"sha":"${SHA}","extra":{"a":[1,-0.5,2.5E+3,true,false,null,"\\u00e9\\"\\n"],"b":{}},"c":[]}\n`;
+	server.reset();
+	server.plan.push({ status: 201, body: object });
+	const r = await upload();
+	expectExit(r, 0, "upload answered 201 with a JSON object");
+	assert.deepEqual(JSON.parse(r.stdout.toString()).extra.b, {});
+});
+
 test("an oversized JSON answer to an upload is refused, not buffered without end", async () => {
 	server.plan.push({ status: 201, body: `{"pad":"${"x".repeat(2 * 1024 * 1024)}"}` });
 	const r = await upload();
