@@ -87,10 +87,10 @@ static int runnable_in_path(const char *file)
   }
 }
 
-static void before(struct culpert__exec_note *note, int likely)
+static void before(struct culpert__exec_note *note, int likely, char *const envp[])
 {
   if (likely)
-    culpert__output_before_exec(note);
+    culpert__output_before_exec(note, envp);
   else
     note->locked = note->written = 0;
 }
@@ -103,7 +103,7 @@ CULPERT__EXPORT int execve(const char *path, char *const argv[], char *const env
     errno = ENOSYS;
     return -1;
   }
-  before(&note, runnable_at(AT_FDCWD, path, 0));
+  before(&note, runnable_at(AT_FDCWD, path, 0), envp);
   int rc = next_execve(path, argv, envp);
   culpert__output_exec_failed(&note);
   return rc;
@@ -117,7 +117,7 @@ CULPERT__EXPORT int execvpe(const char *file, char *const argv[], char *const en
     errno = ENOSYS;
     return -1;
   }
-  before(&note, runnable_in_path(file));
+  before(&note, runnable_in_path(file), envp);
   int rc = next_execvpe(file, argv, envp);
   culpert__output_exec_failed(&note);
   return rc;
@@ -131,7 +131,7 @@ CULPERT__EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
     errno = ENOSYS;
     return -1;
   }
-  before(&note, fd >= 0);
+  before(&note, fd >= 0, envp);
   int rc = next_fexecve(fd, argv, envp);
   culpert__output_exec_failed(&note);
   return rc;
@@ -143,7 +143,7 @@ CULPERT__EXPORT int execveat(int dirfd, const char *path, char *const argv[], ch
   struct culpert__exec_note note;
   RESOLVE(next_execveat, "execveat");
   int empty = *path == '\0' && (flags & AT_EMPTY_PATH);
-  before(&note, empty || runnable_at(dirfd, path, flags & AT_SYMLINK_NOFOLLOW));
+  before(&note, empty || runnable_at(dirfd, path, flags & AT_SYMLINK_NOFOLLOW), envp);
   int rc = next_execveat != NULL ? next_execveat(dirfd, path, argv, envp, flags)
                                  : (int)syscall(SYS_execveat, dirfd, path, argv, envp, flags);
   culpert__output_exec_failed(&note);

@@ -574,7 +574,7 @@ struct culpert__exec_note {
   int written; /* 1: path was written; 2: and goes if the exec fails */
   char path[2 * CULPERT__PATH_MAX];
 };
-void culpert__output_before_exec(struct culpert__exec_note *note);
+void culpert__output_before_exec(struct culpert__exec_note *note, char *const envp[]);
 void culpert__output_exec_failed(struct culpert__exec_note *note);
 /* culpert__exec_resolve: find the next execve, execvpe, fexecve and
  * execveat (exec.c; from the constructor). */

@@ -235,9 +235,37 @@ static void mark_root(void)
     is_child = 1;
 }
 
+/* Whether the LD_PRELOAD entry entry[0..n) is libculpert: its file name
+ * starts with "libculpert". (Entries are separated by spaces or colons.) */
+static int preload_entry_ours(const char *entry, size_t n)
+{
+  const char *slash = entry;
+  for (size_t i = 0; i < n; i++)
+    if (entry[i] == '/')
+      slash = entry + i + 1;
+  return (size_t)(entry + n - slash) >= 10 && strncmp(slash, "libculpert", 10) == 0;
+}
+
+/* Whether the LD_PRELOAD value `pre` (NULL: unset) loads libculpert. */
+static int preload_has_us(const char *pre)
+{
+  for (; pre != NULL && *pre != '\0'; pre++) {
+    size_t n = strcspn(pre, " :");
+    if (n > 0 && preload_entry_ours(pre, n))
+      return 1;
+    pre += n;
+    if (*pre == '\0')
+      break;
+  }
+  return 0;
+}
+
+/* libculpert came through LD_PRELOAD (not linked into the program), seen
+ * at start-up before CULPERT_NO_CHILDREN takes it out. */
+static int preloaded;
+
 /* CULPERT_NO_CHILDREN=1: take libculpert out of LD_PRELOAD so that programs
- * this one execs run without it. Entries are separated by spaces or colons;
- * an entry whose file name starts with "libculpert" is dropped. */
+ * this one execs run without it. */
 static void drop_from_preload(void)
 {
   const char *pre = getenv("LD_PRELOAD");
@@ -247,12 +275,7 @@ static void drop_from_preload(void)
     return;
   while (*pre != '\0') {
     size_t n = strcspn(pre, " :");
-    const char *slash = pre;
-    for (size_t i = 0; i < n; i++)
-      if (pre[i] == '/')
-        slash = pre + i + 1;
-    int ours = (size_t)(pre + n - slash) >= 10 && strncmp(slash, "libculpert", 10) == 0;
-    if (n > 0 && !ours) {
+    if (n > 0 && !preload_entry_ours(pre, n)) {
       if (at + n + 2 > sizeof out)
         return; /* too long to rewrite safely: leave it alone */
       if (at > 0)
@@ -292,6 +315,7 @@ void culpert__init(void)
   if (getcwd(start_dir, sizeof start_dir) == NULL)
     start_dir[0] = '\0';
   mark_root();
+  preloaded = preload_has_us(getenv("LD_PRELOAD"));
   if (culpert__cfg.no_children)
     drop_from_preload();
   culpert__stack_init(culpert__cfg.stack_mode);
@@ -1088,7 +1112,17 @@ static int exec_path(char *path, size_t n)
   return -EEXIST;
 }
 
-void culpert__output_before_exec(struct culpert__exec_note *note)
+/* Whether the environment `envp` of an exec still preloads libculpert:
+ * if not, nothing in the new image writes the exit profile's name. */
+static int env_preloads_us(char *const envp[])
+{
+  for (size_t i = 0; envp != NULL && envp[i] != NULL; i++)
+    if (strncmp(envp[i], "LD_PRELOAD=", 11) == 0)
+      return preload_has_us(envp[i] + 11);
+  return 0;
+}
+
+void culpert__output_before_exec(struct culpert__exec_note *note, char *const envp[])
 {
   note->locked = note->written = 0;
   if (!atomic_load(&culpert__ready) || culpert__sampler_failed() ||
@@ -1100,7 +1134,10 @@ void culpert__output_before_exec(struct culpert__exec_note *note)
   clock_gettime(CLOCK_REALTIME, &until);
   until.tv_sec += WRITER_SECONDS;
   note->locked = pthread_mutex_timedlock(&write_lock, &until) == 0;
-  int own_name = culpert__cfg.no_children;
+  /* The image writes `<name>` itself when the new one will not load
+   * libculpert: CULPERT_NO_CHILDREN, or an environment without it (execle
+   * with an environment of the program's own). */
+  int own_name = culpert__cfg.no_children || (preloaded && !env_preloads_us(envp));
   if (culpert__record_any() &&
       (own_name ? exit_path(note->path, sizeof note->path)
                 : exec_path(note->path, sizeof note->path)) == 0 &&

@@ -356,6 +356,15 @@ exec)
     expect_totals "$files" first_image "4 4000 4 4000 4"
     expect_totals "$files" after_failed "2 1000 2 1000 2"
   fi
+  # An exec whose environment leaves libculpert out (execle with one of the
+  # program's own): nothing after it writes, so the image before it takes
+  # the name itself, as under CULPERT_NO_CHILDREN.
+  CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/ne.pb.gz" timeout 60 \
+    env LD_PRELOAD="$LIB" "$BIN/wl_exec" noenv >/dev/null 2>err ||
+    fail "wl_exec noenv failed: $(cat err)"
+  files=$(ls ne.* 2>/dev/null)
+  [ "$files" = ne.pb.gz ] || fail "an exec without LD_PRELOAD: want only ne.pb.gz, got: $files"
+  [ -f ne.pb.gz ] && expect_totals ne.pb.gz before_noenv "2 2000 2 2000 2"
   ;;
 exec_child)
   # CULPERT_OUTPUT without %p: the first process gets the name, every

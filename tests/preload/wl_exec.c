@@ -13,6 +13,8 @@
  *            (found in PATH, which the caller sets), which allocates
  *            fourth_image 1 x 700 bytes; a vfork child that execvp's "true"
  *            at once; then it returns 0.
+ * wl_exec noenv: before_noenv 2 x 1000 bytes, then an execle of /bin/true
+ * with an environment that leaves out LD_PRELOAD.
  * Prints "failed ERRNO-NAME" for each exec that failed, "mark=VALUE" in
  * image 3, "fork PID status N" and "vfork PID status N".
  */
@@ -121,8 +123,21 @@ static int third(void)
   return 0;
 }
 
+/* wl_exec noenv: allocate, then exec true with an environment of its own
+ * that does not preload libculpert. */
+static int noenv(void)
+{
+  char *env[] = {"PATH=/usr/bin:/bin", NULL};
+  allocate("before_noenv", 2, 1000);
+  execle("/bin/true", "true", (char *)NULL, env);
+  perror("execle /bin/true");
+  return 127;
+}
+
 int main(int argc, char **argv)
 {
+  if (argc == 2 && strcmp(argv[1], "noenv") == 0)
+    return noenv();
   if (argc == 2 && strcmp(argv[1], "second") == 0)
     return second(argv[0]);
   if (argc == 2 && strcmp(argv[1], "third") == 0)
