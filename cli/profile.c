@@ -401,13 +401,19 @@ static int gunzip(const unsigned char *in, size_t inlen, size_t cap, const char 
     used += out_step - zs.avail_out;
     if (z == Z_STREAM_END) {
       /* Another gzip member may follow (concatenated files); anything
-       * else after the end is ignored, as gzip itself does. */
+       * else after the end is refused, as Go's reader refuses it (gzip
+       * itself warns): a file with bytes appended is not the one written. */
       if (is_gzip(next, left)) {
         if (inflateReset(&zs) != Z_OK) {
           rc = fail(err, errlen, name, -EINVAL, "corrupt gzip data");
           goto out;
         }
         continue;
+      }
+      if (left > 0) {
+        rc = fail(err, errlen, name, -EINVAL, "%zu byte%s after the end of the gzip data", left,
+                  left == 1 ? "" : "s");
+        goto out;
       }
       break;
     }

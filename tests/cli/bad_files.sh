@@ -63,6 +63,10 @@ size=$(wc -c <good.pb.gz)
 head -c $((size / 2)) good.pb.gz >truncated.pb.gz
 expect truncated.pb.gz "truncated gzip data (unexpected end of file)"
 
+# Bytes appended after a complete gzip stream (Go's reader refuses them).
+{ cat good.pb.gz; printf 'garbage\n'; } >trailing.pb.gz
+expect trailing.pb.gz "8 bytes after the end of the gzip data"
+
 # A gzip header followed by bytes that are not deflate data.
 printf '\037\213\010\000\000\000\000\000\000\003\377\377\377\377garbage' >corrupt.pb.gz
 expect corrupt.pb.gz "corrupt gzip data (invalid block type)"
