@@ -39,14 +39,15 @@ export async function readProfileBody(request, maxBytes) {
 		const chunk = value instanceof Uint8Array ? value : new Uint8Array(value);
 		total += chunk.byteLength;
 		if (total > maxBytes) {
-			await discardRest(reader, maxBytes);
+			chunks.length = 0;
+			await discardRest(reader);
 			throw tooLarge(maxBytes);
 		}
 		chunks.push(chunk);
 		if (head.length < 2) {
 			for (let i = 0; i < chunk.byteLength && head.length < 2; i++) head.push(chunk[i]);
 			if (head.length === 2 && (head[0] !== 0x1f || head[1] !== 0x8b)) {
-				await discardRest(reader, maxBytes);
+				await discardRest(reader);
 				throw notGzip();
 			}
 		}
@@ -56,20 +57,23 @@ export async function readProfileBody(request, maxBytes) {
 }
 
 /**
- * Reads and drops up to `budget` more bytes of a refused body, then cancels
- * what is left. Answering while a body is half read makes the local
- * `wrangler dev` proxy fail the connection's next request with a 503, so a
- * refused body is drained, within a bound, before the answer goes out.
+ * Reads a refused body to its end and drops it, so the answer only goes out
+ * once the client has sent everything. Under `wrangler dev`, a chunked body
+ * that the worker began to read and then abandoned (by cancel() or by
+ * releasing the reader alike) wedges the local proxy: its next request hangs
+ * until the client gives up, or answers 503 "Your worker restarted
+ * mid-request". A body never touched, and one read to its end, do not; so a
+ * refusal decided from the headers reads nothing, and one decided while
+ * reading reads on. No byte is kept, so memory stays flat; the worker sets
+ * no bound of its own: Cloudflare's request size limit bounds the body when
+ * deployed (README.md, "Errors").
  */
-async function discardRest(reader, budget) {
-	let dropped = 0;
+async function discardRest(reader) {
 	try {
-		while (dropped <= budget) {
-			const { done, value } = await reader.read();
+		for (;;) {
+			const { done } = await reader.read();
 			if (done) return;
-			dropped += value.byteLength;
 		}
-		await reader.cancel();
 	} catch {
 		// The client went away; there is nothing left to drain.
 	}

@@ -13,6 +13,7 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
+import http from "node:http";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -87,6 +88,45 @@ async function waitStopped() {
 	} catch {
 		/* the group is gone */
 	}
+}
+
+/**
+ * Sends `method path` with a body of `size` bytes (gzip magic first) sent
+ * chunked, without Content-Length, when `size` is a number. Resolves
+ * { status, type, body, ms }, or { status: "timeout" } after `timeout` ms.
+ */
+function rawRequest(method, path, { size = null, timeout = 10000 } = {}) {
+	return new Promise((resolve) => {
+		const started = performance.now();
+		const headers = { authorization: `Bearer ${TOKEN}` };
+		if (size !== null) headers["transfer-encoding"] = "chunked";
+		const agent = new http.Agent({ keepAlive: false });
+		const req = http.request(`${server.url}${path}`, { method, headers, agent }, (res) => {
+			const parts = [];
+			res.on("data", (c) => parts.push(c));
+			res.on("end", () =>
+				resolve({ status: res.statusCode, type: res.headers["content-type"], body: Buffer.concat(parts).toString(), ms: performance.now() - started }),
+			);
+		});
+		req.setTimeout(timeout, () => {
+			req.destroy();
+			resolve({ status: "timeout", ms: performance.now() - started });
+		});
+		req.on("error", (e) => resolve({ status: `error ${e.code}`, ms: performance.now() - started }));
+		if (size === null) return req.end();
+		const chunk = Buffer.alloc(65536);
+		chunk.set([0x1f, 0x8b]);
+		let sent = 0;
+		const pump = () => {
+			while (sent < size) {
+				const part = chunk.subarray(0, Math.min(chunk.length, size - sent));
+				sent += part.length;
+				if (!req.write(part)) return req.once("drain", pump);
+			}
+			req.end();
+		};
+		pump();
+	});
 }
 
 /** Scenarios both kinds of archive must pass; conn() gives the options. */
@@ -244,6 +284,22 @@ describe("the archive worker under wrangler dev", () => {
 		const r = await run(["upload", ...conn(), "--commit-sha", randomSha(), "--branch", "main", big.file]);
 		expectExit(r, 2, "upload over the limit");
 		assert.match(r.stderr, /larger than the archive .* accepts \(HTTP 413/);
+	});
+
+	test("worker: a chunked upload over the limit gets its 413, and the next requests are answered", async () => {
+		// Under wrangler dev, a chunked body the worker began to read and then
+		// abandoned made the next request hang (or answer a plain-text 503).
+		for (const size of [MAX_BODY * 5, 64 * 1024 * 1024]) {
+			const refused = await rawRequest("POST", `/v1/profiles/${randomSha()}?branch=main`, { size, timeout: 60000 });
+			assert.equal(refused.status, 413, `chunked upload of ${size} bytes: ${refused.body}`);
+			assert.equal(refused.type, "application/json");
+			assert.match(JSON.parse(refused.body).error, new RegExp(`limit of ${MAX_BODY} bytes`));
+			const list = await rawRequest("GET", "/v1/profiles?limit=1");
+			assert.equal(list.status, 200, `the list after a refused chunked upload of ${size} bytes`);
+			const p = makeProfile(dir, "after-413.pb.gz");
+			const r = await run(["upload", ...conn(), "--commit-sha", randomSha(), "--branch", "main", p.file]);
+			expectExit(r, 0, `an upload after a refused chunked upload of ${size} bytes`);
+		}
 	});
 
 	test("worker: a wrong base URL is an error even with --allow-missing", async () => {
