@@ -8,7 +8,7 @@ import { authorize } from "./auth.js";
 import { readProfileBody } from "./body.js";
 import { HttpError, errorResponse, jsonResponse } from "./http.js";
 import { listProfiles, openBySha, openLatest, putProfile } from "./store.js";
-import { maxBodyBytes, parseBranch, parseLimit, parseProject, parseSha } from "./validate.js";
+import { maxBodyBytes, parseBranch, parseLimit, parseProject, parseQuery, parseSha } from "./validate.js";
 
 const PREFIX = "/v1/profiles";
 
@@ -53,7 +53,7 @@ async function handle(request, env) {
 	if (request.method === "POST" && access !== "write") {
 		throw new HttpError(403, "this token may only read; uploads need AUTH_TOKEN");
 	}
-	const params = url.searchParams;
+	const params = parseQuery(url);
 	const project = parseProject(params);
 
 	if (route.name === "list") {

@@ -27,15 +27,23 @@ export function parseSha(text) {
 }
 
 /**
- * The single value of query parameter `name`, or null when it is absent.
- * A parameter given twice is refused rather than silently picking one.
+ * The query string of `url` as a Map from name to value, decoded as
+ * URLSearchParams decodes it. A name given twice is refused on every route,
+ * whether or not the route reads it, and even when spelt differently
+ * ("branch" and "%62ranch"), rather than silently picking one.
  */
-function single(params, name) {
-	const all = params.getAll(name);
-	if (all.length > 1) {
-		throw new HttpError(400, `bad ${name}: given more than once`);
+export function parseQuery(url) {
+	const params = new Map();
+	for (const [name, value] of url.searchParams) {
+		if (params.has(name)) throw new HttpError(400, `bad ${name}: given more than once`);
+		params.set(name, value);
 	}
-	return all.length === 1 ? all[0] : null;
+	return params;
+}
+
+/** The value of query parameter `name` (parseQuery's Map), or null. */
+function single(params, name) {
+	return params.has(name) ? params.get(name) : null;
 }
 
 /** `project`: absent means "default"; present, 1 to 64 of [A-Za-z0-9._-]. */

@@ -102,6 +102,30 @@ describe("limit", () => {
 	});
 });
 
+// Every route, with a query that repeats one parameter; P stands for a
+// project of the test's own. The route need not read the parameter.
+const REPEATED = [
+	["GET by SHA, a branch it does not read", "GET", "/v1/profiles/c0ffee1?project=P&branch=a&branch=b", /bad branch: given more than once/],
+	["GET by SHA, the project", "GET", "/v1/profiles/c0ffee1?project=P&project=P", /bad project: given more than once/],
+	["latest, a limit it does not read", "GET", "/v1/profiles/latest?project=P&branch=x&limit=1&limit=2", /bad limit: given more than once/],
+	["latest, the branch", "GET", "/v1/profiles/latest?project=P&branch=x&branch=x", /bad branch: given more than once/],
+	["list, an unknown parameter", "GET", "/v1/profiles?project=P&x=1&x=2", /bad x: given more than once/],
+	["list, with empty values", "GET", "/v1/profiles?project=P&limit&limit=", /bad limit: given more than once/],
+	["list, spelt differently", "GET", "/v1/profiles?project=P&branch=a&%62ranch=a", /bad branch: given more than once/],
+	["upload, a limit it does not read", "POST", "/v1/profiles/c0ffee2?project=P&branch=x&limit=0&limit=x", /bad limit: given more than once/],
+	["upload, the branch", "POST", "/v1/profiles/c0ffee2?project=P&branch=x&branch=y", /bad branch: given more than once/],
+];
+
+describe("query string", () => {
+	it.each(REPEATED)("refuses a parameter given twice: %s", async (_, method, path, pattern) => {
+		const project = freshProject();
+		const body = method === "POST" ? await gzip("p") : undefined;
+		await expectError(await call(method, path.replaceAll("=P", `=${project}`), { body }), 400, pattern);
+		const list = await call("GET", "/v1/profiles", { query: { project } });
+		expect(await list.json()).toEqual([]);
+	});
+});
+
 describe("body", () => {
 	it.each([
 		["plain text", new TextEncoder().encode("not a profile")],
