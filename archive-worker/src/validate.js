@@ -28,17 +28,63 @@ export function parseSha(text) {
 
 /**
  * The query string of `url` as a Map from name to value, decoded as
- * URLSearchParams decodes it. A name given twice is refused on every route,
- * whether or not the route reads it, and even when spelt differently
- * ("branch" and "%62ranch"), rather than silently picking one.
+ * URLSearchParams decodes it ("+" is a space, %XX a byte, a "%" not followed
+ * by two hex digits stays as it is), with two refusals, on every route:
+ * a name given twice, even spelt differently ("branch" and "%62ranch"), and
+ * a name or value whose bytes are not valid UTF-8. URLSearchParams keeps
+ * every copy, and turns invalid UTF-8 into U+FFFD, so that "rel%FF" and
+ * "rel%FE" would name one branch.
  */
 export function parseQuery(url) {
 	const params = new Map();
-	for (const [name, value] of url.searchParams) {
+	for (const pair of url.search.slice(1).split("&")) {
+		if (pair === "") continue;
+		const eq = pair.indexOf("=");
+		const rawName = eq === -1 ? pair : pair.slice(0, eq);
+		const name = decodeUtf8(rawName, () => `bad query parameter name ${rawName}: not valid UTF-8 once percent-decoded`);
+		const value = decodeUtf8(eq === -1 ? "" : pair.slice(eq + 1), () => `bad ${name}: not valid UTF-8 once percent-decoded`);
 		if (params.has(name)) throw new HttpError(400, `bad ${name}: given more than once`);
 		params.set(name, value);
 	}
 	return params;
+}
+
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** Percent-decodes one name or value; throws 400 (message()) for bad UTF-8. */
+function decodeUtf8(text, message) {
+	const raw = new TextEncoder().encode(text);
+	const bytes = new Uint8Array(raw.length);
+	let n = 0;
+	for (let i = 0; i < raw.length; i++) {
+		const hex = raw[i] === 0x25 && i + 2 < raw.length ? hexByte(raw[i + 1], raw[i + 2]) : -1;
+		if (hex >= 0) {
+			bytes[n++] = hex;
+			i += 2;
+		} else {
+			bytes[n++] = raw[i] === 0x2b ? 0x20 : raw[i];
+		}
+	}
+	try {
+		return STRICT_UTF8.decode(bytes.subarray(0, n));
+	} catch {
+		throw new HttpError(400, message());
+	}
+}
+
+/** The value of one hex digit given as its ASCII code, or -1. */
+function hexDigit(c) {
+	if (c >= 0x30 && c <= 0x39) return c - 0x30; // 0-9
+	const lower = c | 0x20;
+	if (lower >= 0x61 && lower <= 0x66) return lower - 0x61 + 10; // a-f, A-F
+	return -1;
+}
+
+/** The byte written as two hex digits (ASCII codes), or -1. */
+function hexByte(hi, lo) {
+	const h = hexDigit(hi);
+	const l = hexDigit(lo);
+	return h < 0 || l < 0 ? -1 : h * 16 + l;
 }
 
 /** The value of query parameter `name` (parseQuery's Map), or null. */

@@ -116,6 +116,16 @@ const REPEATED = [
 	["upload, the branch", "POST", "/v1/profiles/c0ffee2?project=P&branch=x&branch=y", /bad branch: given more than once/],
 ];
 
+// Percent-encodings that do not decode to valid UTF-8, in every parameter.
+const NOT_UTF8 = [
+	["a lone byte FF", "rel%FF"],
+	["a truncated sequence", "rel%C3"],
+	["a continuation byte alone", "%80"],
+	["an overlong slash", "%C0%AF"],
+	["a UTF-16 surrogate", "%ED%A0%80"],
+	["a code point over U+10FFFF", "%F4%90%80%80"],
+];
+
 describe("query string", () => {
 	it.each(REPEATED)("refuses a parameter given twice: %s", async (_, method, path, pattern) => {
 		const project = freshProject();
@@ -123,6 +133,46 @@ describe("query string", () => {
 		await expectError(await call(method, path.replaceAll("=P", `=${project}`), { body }), 400, pattern);
 		const list = await call("GET", "/v1/profiles", { query: { project } });
 		expect(await list.json()).toEqual([]);
+	});
+
+	it.each(NOT_UTF8)("refuses %s in any parameter on every route", async (_, bad) => {
+		const project = freshProject();
+		const routes = [
+			["POST", `/v1/profiles/${sha("d1")}?project=${project}&branch=`, "branch"],
+			["GET", `/v1/profiles/latest?project=${project}&branch=`, "branch"],
+			["GET", `/v1/profiles?project=${project}&branch=`, "branch"],
+			["GET", `/v1/profiles?project=${project}&limit=`, "limit"],
+			["GET", `/v1/profiles/${sha("d1")}?project=${project}&unread=`, "unread"],
+			["GET", `/v1/profiles/${sha("d1")}?project=`, "project"],
+		];
+		for (const [method, path, name] of routes) {
+			const body = method === "POST" ? await gzip("p") : undefined;
+			await expectError(await call(method, path + bad, { body }), 400, new RegExp(`^bad ${name}: not valid UTF-8`));
+		}
+		await expectError(await call("GET", `/v1/profiles?${bad}=1`), 400, /^bad query parameter name .*: not valid UTF-8/);
+		const list = await call("GET", "/v1/profiles", { query: { project } });
+		expect(await list.json()).toEqual([]);
+	});
+
+	it("keeps branches apart that URLSearchParams would turn into one", async () => {
+		// rel%FF, rel%FE and rel%EF%BF%BD all read as "rel\uFFFD" there.
+		const project = freshProject();
+		await expectError(await call("POST", `/v1/profiles/fff0001?branch=rel%FF&project=${project}`, { body: await gzip("p") }), 400, /bad branch/);
+		await expectError(await call("GET", `/v1/profiles/latest?branch=rel%FE&project=${project}`), 400, /bad branch/);
+		const replacement = await call("GET", `/v1/profiles/latest?branch=rel%EF%BF%BD&project=${project}`);
+		await expectError(replacement, 404, /no profile on branch/);
+	});
+
+	it("decodes valid percent-encodings and + as URLSearchParams does", async () => {
+		const project = freshProject();
+		const branch = "feat/ü €+ 😀 %zz";
+		const query = `branch=feat%2F%C3%BC+%E2%82%AC%2B%20%F0%9F%98%80+%zz&project=${project}`;
+		const res = await call("POST", `/v1/profiles/${sha("d2")}?${query}`, { body: await gzip("p") });
+		expect(res.status).toBe(201);
+		expect((await res.json()).branch).toBe(branch);
+		const latest = await call("GET", "/v1/profiles/latest", { query: { branch, project } });
+		expect(latest.status).toBe(200);
+		expect(latest.headers.get("x-culpert-sha")).toBe(sha("d2"));
 	});
 });
 
