@@ -371,10 +371,9 @@ static void test_profile_concatenated_gzip_members(void **state)
   free(cat);
 }
 
-/* A one-member gzip file that the whole-buffer path cannot take still
- * loads (a wrong size in its trailer), bytes after the member are refused
- * (as Go's reader refuses them), and a damaged trailer is named as zlib
- * names it, whichever path read the file. */
+/* A one-member gzip file that the whole-buffer path cannot take goes
+ * through zlib: bytes after the member are refused (as Go's reader
+ * refuses them), and a damaged trailer is named as zlib names it. */
 static void test_profile_gzip_trailer_cases(void **state)
 {
   (void)state;
