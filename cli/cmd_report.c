@@ -562,8 +562,38 @@ out:
 #define NO_STACK_LABEL       "(no stack)"
 #define MACHINERY_ONLY_LABEL "(allocation machinery only)"
 
+/* Code of the C++ and Rust standard libraries: std::, __gnu_cxx::,
+ * alloc::, core:: (and a Rust trait impl on one of their types, "<alloc::
+ * vec::Vec<T> as core::clone::Clone>::clone"). A container or string
+ * allocates on behalf of the code that called it, which is the callsite
+ * worth naming: std::_Rb_tree<...>::_M_emplace_hint_unique is not. The
+ * name is the part after a C++ template function's return type, which
+ * the demangler puts first ("std::pair<...> shop::lookup<...>(...)"): the
+ * text after the last space outside <...> and before the parameters. */
+static bool is_standard_library(const char *function)
+{
+  const char *f = function[0] == '<' ? function + 1 : function;
+  const char *name = f;
+  int depth = 0;
+  for (const char *c = f; *c != '\0' && !(*c == '(' && depth == 0); c++) {
+    if (*c == '<')
+      depth++;
+    else if (*c == '>' && depth > 0)
+      depth--;
+    else if (*c == ' ' && depth == 0)
+      name = c + 1;
+  }
+  static const char *const prefixes[] = {"std::", "__gnu_cxx::", "alloc::", "core::"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+      return true;
+  return false;
+}
+
 static bool is_machinery(const struct opts *o, const char *function)
 {
+  if (is_standard_library(function))
+    return true;
   for (size_t i = 0; i < o->nskips; i++)
     if (regexec(&o->skips[i], function, 0, NULL, 0) == 0)
       return true;
