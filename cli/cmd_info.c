@@ -32,7 +32,7 @@ static void help(FILE *f)
           "its metadata (key=value comments other than culpert.*). FILE is a pprof\n"
           "profile, gzipped or plain, from culpert, the Rust culpert or Go; '-'\n"
           "reads stdin. Files that decompress to more than %u MiB are refused\n"
-          "(CULPERT_PROFILE_MAX_BYTES). Several FILEs: one block each, separated\n"
+          "(a built-in limit). Several FILEs: one block each, separated\n"
           "by a blank line; a FILE that is a directory stands for the profiles in\n"
           "it, one block each.\n"
           "\n"

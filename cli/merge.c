@@ -867,7 +867,7 @@ static int write_out(struct merge *m, struct culpert__merged *out)
   if (len > CULPERT_PROFILE_MAX_BYTES) {
     rc = fail(m, -EFBIG,
               "the merged profile would be %zu MiB decompressed, more than the %u MiB the "
-              "culpert commands read (CULPERT_PROFILE_MAX_BYTES)",
+              "culpert commands read",
               len >> 20, CULPERT_PROFILE_MAX_BYTES >> 20);
     goto out;
   }

@@ -371,7 +371,7 @@ static int gunzip(const unsigned char *in, size_t inlen, size_t cap, const char 
     if (used == alloc) {
       if (alloc > cap) {
         rc = fail(err, errlen, name, -EFBIG,
-                  "decompressed profile exceeds %zu MiB (CULPERT_PROFILE_MAX_BYTES); "
+                  "decompressed profile exceeds %zu MiB, the most culpert reads; "
                   "refusing it as a possible gzip bomb",
                   cap >> 20);
         goto out;
