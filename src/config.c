@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "bytesize.h"
@@ -130,6 +131,27 @@ static int load_metadata(struct culpert__config *c, const char *s)
   return bad;
 }
 
+/* An on/off variable: 1, yes, true or on; 0, no, false or off (any case);
+ * unset or empty is off. Anything else is off, with a warning: a typo
+ * such as CULPERT_QUIET=no-thanks must not silently mean on. */
+static int read_switch(culpert__getenv_fn get, const char *name, int warn_fd)
+{
+  static const char *const on[] = {"1", "yes", "true", "on"};
+  static const char *const off[] = {"0", "no", "false", "off"};
+  const char *v = get(name);
+  if (v == NULL || *v == '\0')
+    return 0;
+  for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
+    if (strcasecmp(v, on[i]) == 0)
+      return 1;
+    if (strcasecmp(v, off[i]) == 0)
+      return 0;
+  }
+  culpert__say_fd(warn_fd, "%s=%s is neither 1 nor 0 (yes/no, true/false, on/off); using 0", name,
+                  v);
+  return 0;
+}
+
 void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int warn_fd)
 {
   const char *v;
@@ -174,12 +196,9 @@ void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int
     else
       c->stack_depth = d > CULPERT__MAX_DEPTH ? CULPERT__MAX_DEPTH : (uint32_t)d;
   }
-  v = get("CULPERT_QUIET");
-  c->quiet = v != NULL && *v != '\0' && strcmp(v, "0") != 0;
-  v = get("CULPERT_NO_CHILDREN");
-  c->no_children = v != NULL && *v != '\0' && strcmp(v, "0") != 0;
-  v = get("CULPERT_WRITE_ON_SIGNAL");
-  c->write_on_signal = v != NULL && *v != '\0' && strcmp(v, "0") != 0;
+  c->quiet = read_switch(get, "CULPERT_QUIET", warn_fd);
+  c->no_children = read_switch(get, "CULPERT_NO_CHILDREN", warn_fd);
+  c->write_on_signal = read_switch(get, "CULPERT_WRITE_ON_SIGNAL", warn_fd);
   v = get("CULPERT_OUTPUT");
   if (v != NULL && *v != '\0') {
     size_t n = strlen(v);

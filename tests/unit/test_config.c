@@ -142,6 +142,29 @@ static void test_config_bad_values_warn_and_default(void **state)
   assert_int_equal(lines, 6);
 }
 
+/* On/off variables: 1/yes/true/on and 0/no/false/off in any case; any
+ * other value is off, with one warning naming it. */
+static void test_config_switches(void **state)
+{
+  (void)state;
+  static const char *const env[] = {
+      "CULPERT_QUIET", "Yes", "CULPERT_NO_CHILDREN", "off", "CULPERT_WRITE_ON_SIGNAL", "2", NULL};
+  struct culpert__config c;
+  char warn[1024];
+  load(&c, env, warn, sizeof warn);
+  assert_true(c.quiet);
+  assert_false(c.no_children);
+  assert_false(c.write_on_signal);
+  assert_string_equal(warn, "culpert: CULPERT_WRITE_ON_SIGNAL=2 is neither 1 nor 0 (yes/no, "
+                            "true/false, on/off); using 0\n");
+  static const char *const env2[] = {"CULPERT_QUIET", "no", "CULPERT_WRITE_ON_SIGNAL", "TRUE",
+                                     NULL};
+  load(&c, env2, warn, sizeof warn);
+  assert_false(c.quiet);
+  assert_true(c.write_on_signal);
+  assert_string_equal(warn, "");
+}
+
 /* Load a configuration with one variable set; 1 when a warning names it. */
 static int load_one(const char *name, const char *value, struct culpert__config *c)
 {
@@ -296,6 +319,7 @@ int main(void)
       cmocka_unit_test(test_config_defaults),
       cmocka_unit_test(test_config_values),
       cmocka_unit_test(test_config_bad_values_warn_and_default),
+      cmocka_unit_test(test_config_switches),
       cmocka_unit_test(test_config_interval),
       cmocka_unit_test(test_config_snapshot_signal),
       cmocka_unit_test(test_config_rate_zero_is_exact),
