@@ -5,8 +5,11 @@ would (inputs and env expanded, GITHUB_OUTPUT / GITHUB_STEP_SUMMARY files,
 `if:` conditions with status functions and step outcomes, later steps
 skipped after a failure unless their condition says otherwise), against a
 local directory archive, and checks what a workflow author would see.
+Then checks the parts of ci.yml a runner would act on: permissions, the
+Node.js the test job gets, the upload's concurrency group and the archive
+step's conditions for a fork's pull request.
 
-usage: run_action_test.py ACTION_YML CULPERT MKPROFILE FIXTURE_DIR
+usage: run_action_test.py ACTION_YML CI_YML CULPERT MKPROFILE FIXTURE_DIR
 """
 import os
 import re
@@ -17,9 +20,11 @@ import tempfile
 
 import yaml
 
-action_yml, culpert, mkprofile, fixtures = map(os.path.abspath, sys.argv[1:5])
+action_yml, ci_yml, culpert, mkprofile, fixtures = map(os.path.abspath, sys.argv[1:6])
 with open(action_yml, encoding="utf-8") as f:
     action = yaml.safe_load(f)
+with open(ci_yml, encoding="utf-8") as f:
+    ci = yaml.safe_load(f)
 
 failures = []
 checks = 0
@@ -35,7 +40,7 @@ def check(cond, what):
         failures.append(what)
 
 
-# --- GitHub expressions: the subset the action uses -------------------------
+# --- GitHub expressions: the subset workflows and actions here use --------
 
 TOKEN = re.compile(r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>\d+(?:\.\d+)?)|"
                    r"(?P<op>==|!=|&&|\|\||!|\(|\)|,)|(?P<name>[A-Za-z_][\w.-]*))")
@@ -470,6 +475,92 @@ with tempfile.TemporaryDirectory() as tmp:
                        head, "main", cwd=clone)
         check(r.rc == 0 and uploaded(head, where=archive13), "the head of main is uploaded: " + r.log)
         check(newest(archive13) == report(after), "the head's profile is main's baseline")
+
+# --- ci.yml -------------------------------------------------------------------
+
+check(ci.get("permissions") == {"contents": "read"}, "ci.yml grants contents: read and nothing more")
+for name, job in ci["jobs"].items():
+    check("permissions" not in job or job["permissions"] == {"contents": "read"},
+          "job %s asks for no more than contents: read" % name)
+
+
+def step_index(steps, pred):
+    return next((i for i, s in enumerate(steps) if pred(s)), None)
+
+
+# Debian 12's nodejs is 18; the archive worker's tools need 20, and
+# .ci/install-deps keeps a node already on PATH.
+for name, job in ci["jobs"].items():
+    steps = job["steps"]
+    runs_suite = step_index(steps, lambda s: ".ci/run" in s.get("run", "") or "tests/run.sh" in s.get("run", ""))
+    if runs_suite is None:
+        continue
+    node = step_index(steps, lambda s: str(s.get("uses", "")).startswith("actions/setup-node@")
+                      and str(s.get("with", {}).get("node-version")) == "20")
+    check(node is not None and node < runs_suite,
+          "job %s sets up Node.js 20 before the test suite (%s, %s)" % (name, node, runs_suite))
+
+# The archive step: runs with an archive and a token, is skipped with a note
+# in the summary for a fork's pull request (no secrets), and uploads from
+# one run at a time on main.
+job = ci["jobs"]["allocation-diff"]
+archive_step = step_index(job["steps"], lambda s: s.get("uses") == "./.github/actions/culpert-diff")
+
+
+def ci_step_runs(step, event, token, archive_var="https://archive.example"):
+    ref = "refs/heads/main" if event == "push" else "refs/pull/7/merge"
+    github = {"event_name": event, "ref": ref, "base_ref": "" if event == "push" else "main",
+              "workflow": ci.get("name", ""), "run_id": "42"}
+
+    def ctx(secrets_env):
+        def lookup(name):
+            scope, _, key = name.partition(".")
+            if scope == "vars":
+                return {"CULPERT_ARCHIVE": archive_var}.get(key)
+            if scope == "secrets":
+                return {"CULPERT_TOKEN": token}.get(key)
+            if scope == "github":
+                return github.get(key)
+            if scope == "env":
+                return secrets_env.get(key)
+            if scope == "steps":
+                return None
+            raise ValueError("unsupported context " + name)
+        return lookup
+
+    env = {}
+    for k, v in job.get("env", {}).items():
+        env[k] = expand(str(v), ctx({}))
+    return condition(step.get("if", "success()"), ctx(env), "success")
+
+
+check(archive_step is not None, "allocation-diff uses the culpert-diff action")
+if archive_step is not None:
+    step = job["steps"][archive_step]
+    exposed = [k for k, v in job.get("env", {}).items()
+               if "secrets.CULPERT_TOKEN" in str(v) and not re.search(r"[!=]=", str(v))]
+    check(not exposed, "the token itself is not in every step's environment: %s" % exposed)
+    check(ci_step_runs(step, "push", "t0ken") and ci_step_runs(step, "pull_request", "t0ken"),
+          "the archive step runs with an archive and a token")
+    check(not ci_step_runs(step, "pull_request", ""), "the archive step is skipped without the token")
+    check(not ci_step_runs(step, "push", "t0ken", archive_var=""), "the archive step is skipped without an archive")
+    notes = [s for s in job["steps"] if "GITHUB_STEP_SUMMARY" in s.get("run", "")
+             and "CULPERT_TOKEN" in s.get("run", "")]
+    check(len(notes) == 1 and ci_step_runs(notes[0], "pull_request", "")
+          and not ci_step_runs(notes[0], "pull_request", "t0ken"),
+          "a step notes the skip in the job summary only when the token is missing")
+    group = job.get("concurrency", {})
+    group = group if isinstance(group, dict) else {"group": group}
+    def group_of(event, run_id):
+        ref = "refs/heads/main" if event == "push" else "refs/pull/7/merge"
+        values = {"github.event_name": event, "github.workflow": ci.get("name"), "github.ref": ref,
+                  "github.run_id": run_id}
+        return expand(str(group.get("group", "")), values.get)
+    g_push1, g_push2 = group_of("push", "1"), group_of("push", "2")
+    g_pr1, g_pr2 = group_of("pull_request", "3"), group_of("pull_request", "4")
+    check(g_push1 != "" and g_push1 == g_push2 and g_pr1 != g_pr2 and g_pr1 != g_push1,
+          "pushes to main upload one at a time; pull requests do not wait (%r, %r)" % (g_push1, g_pr1))
+    check(group.get("cancel-in-progress") in (None, False), "a running upload is never cancelled")
 
 print("%d passed, %d failed" % (checks - len(failures), len(failures)))
 sys.exit(1 if failures else 0)
