@@ -562,7 +562,7 @@ output_not_regular)
   # CULPERT_OUTPUT naming something that is not a regular file: written
   # into, never replaced by a rename. A symbolic link stays a link (its
   # target gets the profile, a dangling one's target is created), a FIFO
-  # delivers the profile to its reader, /dev/null stays a device.
+  # delivers the profile to its reader, a null device stays a device.
   printf 'old\n' >target
   ln -s target link
   ln -s made dangling
@@ -587,10 +587,14 @@ output_not_regular)
     "$BIN/wl_basic" >out 2>err || fail "wl_basic with a reader-less FIFO: exit $?"
   expect_line "$(cat err)" "^culpert: cannot write profile $work/fifo: No such device or address$" \
     "a FIFO without a reader"
-  CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT=/dev/null run_pre "$BIN/wl_basic" >out 2>err ||
-    fail "wl_basic with CULPERT_OUTPUT=/dev/null failed: $(cat err)"
-  [ -c /dev/null ] || fail "CULPERT_OUTPUT=/dev/null: /dev/null is no longer a device"
-  expect_line "$(cat err)" "^culpert: wrote profile to /dev/null \([0-9]+ samples\)$" "/dev/null"
+  # A device: a null device of our own (mknod needs root), never the
+  # system's /dev/null, which a regression here would replace.
+  if mknod "$work/null" c 1 3 2>/dev/null; then
+    CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/null" run_pre "$BIN/wl_basic" >out 2>err ||
+      fail "wl_basic with CULPERT_OUTPUT=null device failed: $(cat err)"
+    [ -c "$work/null" ] || fail "CULPERT_OUTPUT=a null device: it is no longer a device"
+    expect_line "$(cat err)" "^culpert: wrote profile to $work/null \([0-9]+ samples\)$" "a null device"
+  fi
   ;;
 symbols)
   # CULPERT_SYMBOLS=names: function names from the symbol tables, no line
