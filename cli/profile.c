@@ -553,7 +553,7 @@ struct field {
   uint64_t num;
   unsigned wt;         /* wire type */
   uint64_t v;          /* varint value (wt 0) */
-  const uint8_t *data; /* payload (wt 2) */
+  const uint8_t *data; /* payload (wt 2; empty for the others) */
   size_t len;
 };
 
@@ -587,6 +587,8 @@ static int next_field(const uint8_t **p, const uint8_t *end, struct field *f)
     return -1;
   f->num = tag >> 3;
   f->wt = (unsigned)(tag & 7);
+  f->data = *p; /* no payload but for wire type 2 */
+  f->len = 0;
   switch (f->wt) {
   case 0:
     return get_varint(p, end, &f->v) ? 1 : -1;

@@ -458,6 +458,36 @@ static void test_profile_comments_split_and_sorted(void **state)
   free(buf);
 }
 
+/* Comments written one varint per field (wire type 0, as an encoder that
+ * does not pack repeated fields writes them), even as the first field of
+ * the message, load like packed ones. */
+static void test_profile_unpacked_comments(void **state)
+{
+  (void)state;
+  struct pbuild b;
+  pb_init(&b);
+  culpert_types(&b);
+  int64_t note = str(&b, "a note"), app = str(&b, "app=checkout");
+  b.comments[b.prof.n_comment++] = str(&b, "culpert.pid=7");
+  size_t len;
+  uint8_t *packed = pack(&b, &len);
+  /* Field 13 (comment), wire type 0, before the packed message's fields. */
+  uint8_t *buf = malloc(len + 4);
+  assert_non_null(buf);
+  const uint8_t head[4] = {13 << 3, (uint8_t)note, 13 << 3, (uint8_t)app};
+  memcpy(buf, head, sizeof head);
+  memcpy(buf + 4, packed, len);
+  struct culpert__profile *p = load(buf, len + 4);
+  assert_int_equal(p->nnotes, 1);
+  assert_string_equal(p->notes[0], "a note");
+  assert_int_equal(p->nmetadata, 1);
+  assert_string_equal(p->metadata[0].value, "checkout");
+  assert_string_equal(culpert__profile_prop(p, "culpert.pid"), "7");
+  culpert__profile_free(p);
+  free(buf);
+  free(packed);
+}
+
 /* Span labels are found by key string, even when the string table holds
  * the key twice and a label uses the second copy; "" span names count as
  * no span, as pprof drops them. */
@@ -697,6 +727,7 @@ int main(void)
       cmocka_unit_test(test_profile_concatenated_gzip_members),
       cmocka_unit_test(test_profile_gzip_trailer_cases),
       cmocka_unit_test(test_profile_comments_split_and_sorted),
+      cmocka_unit_test(test_profile_unpacked_comments),
       cmocka_unit_test(test_profile_span_labels_by_string),
       cmocka_unit_test(test_profile_repeated_labels),
       cmocka_unit_test(test_profile_bad_label_after_good_one),
