@@ -846,9 +846,13 @@ static int write_out(struct merge *m, struct culpert__merged *out)
         end = p->time_nanos;
     }
   }
-  /* Taken when the last input was; covering from the earliest start. */
+  /* Taken when the last input was; covering from the earliest start (at
+   * most INT64_MAX: hostile times and durations may span more). */
+  int64_t covered;
+  if (__builtin_sub_overflow(end, start, &covered))
+    covered = INT64_MAX;
   o.time_nanos = m->n == 1 ? first->time_nanos : end;
-  o.duration_nanos = m->n == 1 ? first->duration_nanos : end - start;
+  o.duration_nanos = m->n == 1 ? first->duration_nanos : covered;
   o.n_sample_type = first->n_sample_type;
   o.sample_type = first->sample_type;
   o.period_type = first->period_type;

@@ -104,6 +104,15 @@ has info.txt "Peak in-use" && fail "info shows a peak for a merge: $(cat info.tx
 # merge is taken at T+1 s and covers from T-2 s.
 has info.txt "Duration:        3.00 s" || fail "info: duration from the earliest start to the last snapshot: $(cat info.txt)"
 has info.txt "Captured:        2023-11-14 22:13:21 UTC" || fail "info: the merge is taken when b was: $(cat info.txt)"
+# Times that span more than int64 nanoseconds (one taken at the last
+# representable instant, one covering from before 1678): the merged
+# duration is capped, never wrapped to a negative one.
+printf 'rate 65536\ntime_nanos 9223372036854775807\nsample bytes=1 stack=main\n' >late.txt
+printf 'rate 65536\ntime_nanos 1\nduration_nanos 9223372036854775807\nsample bytes=1 stack=main\n' >long.txt
+"$mkprofile" late.txt late.pb.gz && "$mkprofile" long.txt long.pb.gz || exit 1
+"$culpert" merge -o far.pb.gz late.pb.gz long.pb.gz 2>err || fail "merge of far-apart times: $(cat err)"
+"$culpert" info far.pb.gz >info.txt 2>err || fail "info of far-apart times: $(cat err)"
+has info.txt "Duration:        9223372036.85 s" || fail "info: duration not capped at the int64 maximum: $(cat info.txt)"
 
 # 3. Merging is associative where it matters: a merged file merged again
 #    counts its files, and keeps the same report. Directories and stdin.
