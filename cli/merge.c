@@ -531,7 +531,9 @@ static int renumber_samples(struct merge *m, struct input *in)
     rc = nomem(m);
     goto out;
   }
-  /* What the file says of each span: from every sample that names one. */
+  /* What the file says of each span: from every sample that names one.
+   * A sample's span is what the loader reads: of repeated span labels, the
+   * first non-zero id and parent and the first non-empty name. */
   for (size_t i = 0; i < pb->n_sample; i++) {
     const pb_sample *s = pb->sample[i];
     int64_t id = 0, parent = 0;
@@ -540,13 +542,15 @@ static int renumber_samples(struct merge *m, struct input *in)
       const pb_label *l = s->label[j];
       switch (span_key(in, l)) {
       case KEY_ID:
-        id = l->num;
+        if (id == 0)
+          id = l->num;
         break;
       case KEY_PARENT:
-        parent = l->num;
+        if (parent == 0)
+          parent = l->num;
         break;
       case KEY_NAME:
-        if (l->str > 0)
+        if (!name && str_of(in, l->str)[0])
           name = str_of(in, l->str);
         break;
       case KEY_OTHER:

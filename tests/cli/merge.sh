@@ -113,6 +113,17 @@ printf 'rate 65536\ntime_nanos 1\nduration_nanos 9223372036854775807\nsample byt
 "$culpert" merge -o far.pb.gz late.pb.gz long.pb.gz 2>err || fail "merge of far-apart times: $(cat err)"
 "$culpert" info far.pb.gz >info.txt 2>err || fail "info of far-apart times: $(cat err)"
 has info.txt "Duration:        9223372036.85 s" || fail "info: duration not capped at the int64 maximum: $(cat info.txt)"
+# A sample with two span_name labels is in the span of the first, as
+# every command reads it: its child stays under that span in the merge,
+# not under the other file's span of the second name and the same id.
+printf 'rate 65536\nsample span_name=d13 span_id=7 bytes=65536 stack=main\n' >x.txt
+printf 'rate 65536\nsample span_name=alpha span_name=d13 span_id=7 bytes=131072 stack=main\nsample span_name=child span_id=8 span_parent_id=7 bytes=65536 stack=main\n' >y.txt
+"$mkprofile" x.txt x.pb.gz && "$mkprofile" y.txt y.pb.gz || exit 1
+"$culpert" merge -o xy.pb.gz x.pb.gz y.pb.gz 2>err || fail "merge of repeated span names: $(cat err)"
+"$culpert" flamegraph x.pb.gz y.pb.gz >fwant.txt 2>&1
+"$culpert" flamegraph xy.pb.gz >fgot.txt 2>&1
+cmp -s fwant.txt fgot.txt || fail "repeated span names: the merge moves a child span: $(cat fgot.txt)"
+has fgot.txt "alpha;child;main" || fail "repeated span names: no alpha;child: $(cat fgot.txt)"
 
 # 3. Merging is associative where it matters: a merged file merged again
 #    counts its files, and keeps the same report. Directories and stdin.
