@@ -432,7 +432,10 @@ static int read_inputs(struct merge *m)
     if (rc)
       return rc;
     if (!in->pb)
-      return fail(m, -ENOMEM, "%s: out of memory decoding the profile", name);
+      return fail(m, -EINVAL,
+                  "%s: cannot decode the profile for merging (out of memory, or a field the loader "
+                  "skips but protobuf-c refuses)",
+                  name);
     if (i > 0 && !same_types(&m->in[0], in)) {
       char a[512], b[512];
       describe_types(&m->in[0], a, sizeof a);
