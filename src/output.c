@@ -43,6 +43,44 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
  * and culpert_snapshot_write's, so that two never share a temporary file
  * and an older profile never replaces a newer one. */
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The thread holding write_lock (0: none), so that fork_prepare never
+ * waits for a lock its own thread holds. */
+static atomic_int write_owner;
+
+static void write_lock_take(void)
+{
+  pthread_mutex_lock(&write_lock);
+  atomic_store(&write_owner, (int)gettid());
+}
+
+/* write_lock, waiting until `until` (CLOCK_REALTIME) at most: 1 if taken. */
+static int write_lock_until(const struct timespec *until)
+{
+  if (pthread_mutex_timedlock(&write_lock, until) != 0)
+    return 0;
+  atomic_store(&write_owner, (int)gettid());
+  return 1;
+}
+
+static void write_lock_release(void)
+{
+  atomic_store(&write_owner, 0);
+  pthread_mutex_unlock(&write_lock);
+}
+
+/* The temporary file of the write in progress (write_lock held), so that
+ * an ending signal, which ends the program before that write can finish,
+ * removes it rather than leaving PATH.tmp.PID behind. */
+static char partial[2 * CULPERT__PATH_MAX + 64];
+static atomic_int partial_set;
+/* How long a write in progress is waited for, at most. */
+#define WRITER_SECONDS 60
+/* The signals CULPERT_WRITE_ON_SIGNAL catches (below). */
+static const int ending_signals[] = {SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGABRT};
+#define N_ENDING ((int)(sizeof ending_signals / sizeof ending_signals[0]))
+/* The thread writing the exit profile (0: none): an ending signal handled
+ * on another thread waits for it instead of ending the program half way. */
+static atomic_int exit_writer;
 static long pid;
 /* Not the first process of the run: a fork child, or a program started
  * below the one that first loaded culpert (CULPERT_ROOT_PID). Its file
@@ -165,9 +203,23 @@ static _Atomic int64_t caught_at;
 
 /* Fork with other threads inside culpert: hold both locks across fork()
  * so the child never inherits one held by a thread that no longer exists. */
+static int write_held_for_fork;
+
 static void fork_prepare(void)
 {
   culpert__tls.guard++;
+  /* No profile is being written across the fork either: the writer walks
+   * the loader's lists (dl_iterate_phdr) under the loader's lock, which a
+   * child would inherit held and wait for at its first sample. Taken
+   * first, as a writer takes it before the tables' locks; never when this
+   * very thread holds it (a handler forking in the middle of a write). */
+  write_held_for_fork = 0;
+  if (atomic_load(&write_owner) != (int)gettid()) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += WRITER_SECONDS;
+    write_held_for_fork = write_lock_until(&until);
+  }
   culpert__stack_lock();
   culpert__record_lock();
   culpert__live_lock();
@@ -178,17 +230,20 @@ static void fork_parent(void)
   culpert__live_unlock();
   culpert__record_unlock();
   culpert__stack_unlock();
+  if (write_held_for_fork)
+    write_lock_release();
   culpert__tls.guard--;
 }
 
-/* In a child of fork: culpert's locks, free again. The write lock is not
- * taken across fork (a profile the parent is writing is the parent's; the
- * child writes its own file); the others were held by fork_prepare, or,
- * in the copy CULPERT_WRITE_ON_SIGNAL forks, may be held by threads that
- * do not exist there. */
+/* In a child of fork: culpert's locks, free again. fork_prepare held
+ * them; in the copy CULPERT_WRITE_ON_SIGNAL forks (_Fork, no handlers),
+ * they may be held by threads that do not exist there. */
 static void reinit_locks(void)
 {
   pthread_mutex_init(&write_lock, NULL);
+  atomic_store(&write_owner, 0);
+  atomic_store(&partial_set, 0);
+  atomic_store(&exit_writer, 0);
   culpert__live_reinit_lock();
   culpert__record_reinit_lock();
   culpert__stack_reinit_lock();
@@ -558,9 +613,12 @@ static int write_file(const char *path, enum say_ok say_ok, int say_failure)
     rc = -ENAMETOOLONG;
     goto out;
   }
+  memcpy(partial, tmp, strlen(tmp) + 1);
+  atomic_store(&partial_set, 1);
   fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     rc = -errno;
+    atomic_store(&partial_set, 0);
     goto out;
   }
   rc = write_all(fd, buf, len);
@@ -571,6 +629,7 @@ static int write_file(const char *path, enum say_ok say_ok, int say_failure)
     rc = -errno;
   if (rc != 0)
     unlink(tmp);
+  atomic_store(&partial_set, 0);
 out:
   if (rc == 0 && !culpert__cfg.quiet && say_ok == OK_SAY)
     culpert__say("wrote profile to %s (%llu sample%s)", path, (unsigned long long)nsamples,
@@ -587,9 +646,9 @@ out:
 
 int culpert__output_write_file(const char *path)
 {
-  pthread_mutex_lock(&write_lock);
+  write_lock_take();
   int rc = write_file(path, OK_SAY, 1);
-  pthread_mutex_unlock(&write_lock);
+  write_lock_release();
   return rc;
 }
 
@@ -627,9 +686,20 @@ void culpert__output_at_exit(void)
     culpert__say("CULPERT_OUTPUT expands to a path longer than %u bytes; no profile written",
                  CULPERT__PATH_MAX);
   } else {
-    pthread_mutex_lock(&write_lock); /* after a periodic write in progress */
+    /* An ending signal must not end the program half way through: on this
+     * thread it waits (blocked) until the file is written, on another the
+     * handler waits for exit_writer. */
+    sigset_t ending, old;
+    sigemptyset(&ending);
+    for (int i = 0; i < N_ENDING; i++)
+      sigaddset(&ending, ending_signals[i]);
+    pthread_sigmask(SIG_BLOCK, &ending, &old);
+    atomic_store(&exit_writer, (int)gettid());
+    write_lock_take(); /* after a periodic write in progress */
     write_file(path, OK_SAY, 1);
-    pthread_mutex_unlock(&write_lock);
+    write_lock_release();
+    atomic_store(&exit_writer, 0);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
   }
   errno = saved;
   t->guard--;
@@ -695,13 +765,13 @@ static void *rewrite_thread(void *arg)
   next.tv_sec += culpert__cfg.interval;
   for (;;) {
     int asked = wait_for_rewrite(&next);
-    pthread_mutex_lock(&write_lock);
+    write_lock_take();
     int stop = !atomic_load(&culpert__running); /* the exit profile is written or on its way */
     int skip = !stop && nothing_to_write();
     int rc = stop || skip ? 0
              : asked      ? write_file(path, OK_SAY, 1)
                           : write_file(path, announced ? OK_SILENT : OK_SAY_PERIODIC, last_ok);
-    pthread_mutex_unlock(&write_lock);
+    write_lock_release();
     if (stop)
       return NULL;
     if (!asked && !skip) {
@@ -765,9 +835,6 @@ extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *o
 extern pid_t _Fork(void);
 #pragma weak _Fork
 
-#define WRITER_SECONDS 60
-static const int ending_signals[] = {SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGABRT};
-#define N_ENDING ((int)(sizeof ending_signals / sizeof ending_signals[0]))
 static atomic_uint hidden;
 static struct sigaction seen[N_ENDING];
 
@@ -1004,6 +1071,27 @@ static void on_ending_signal(int sig)
     errno = saved;
     return;
   }
+  /* The exit profile being written on another thread is waited for (the
+   * writing thread blocks these signals), so the signal does not end the
+   * program half way through it. */
+  int writer = atomic_load(&exit_writer);
+  for (int64_t until = now + WRITER_SECONDS + 1;
+       writer != 0 && writer != (int)gettid() && monotonic_seconds() < until;
+       writer = atomic_load(&exit_writer)) {
+    struct timespec tick = {0, 5 * 1000 * 1000};
+    nanosleep(&tick, NULL);
+  }
+  /* Then no other write may be in progress: one on another thread is
+   * waited for (its file is then whole), and none starts after; one that
+   * this thread interrupted cannot finish, so its file goes. */
+  if (atomic_load(&write_owner) != (int)gettid()) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += WRITER_SECONDS;
+    (void)write_lock_until(&until);
+  }
+  if (atomic_load(&partial_set))
+    unlink(partial);
   /* The default action: the signal is blocked while this handler runs, so
    * it ends the program as the handler returns. */
   int i = ending_index(sig);
@@ -1068,7 +1156,7 @@ void culpert__output_at_immediate_exit(void)
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += WRITER_SECONDS;
-    (void)pthread_mutex_timedlock(&write_lock, &until);
+    (void)write_lock_until(&until);
   }
   write_from_child(NULL); /* nothing when the exit profile is written already */
 }
@@ -1133,7 +1221,7 @@ void culpert__output_before_exec(struct culpert__exec_note *note, char *const en
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
   until.tv_sec += WRITER_SECONDS;
-  note->locked = pthread_mutex_timedlock(&write_lock, &until) == 0;
+  note->locked = write_lock_until(&until);
   /* The image writes `<name>` itself when the new one will not load
    * libculpert: CULPERT_NO_CHILDREN, or an environment without it (execle
    * with an environment of the program's own). */
@@ -1155,7 +1243,7 @@ void culpert__output_exec_failed(struct culpert__exec_note *note)
                  "profile will hold those samples",
                  strerror(saved), note->path);
   if (note->locked)
-    pthread_mutex_unlock(&write_lock);
+    write_lock_release();
   note->locked = note->written = 0;
   errno = saved;
 }

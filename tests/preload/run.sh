@@ -176,6 +176,33 @@ exit_race)
     done
   done
   ;;
+signal_during_exit_write)
+  # CULPERT_WRITE_ON_SIGNAL=1 and SIGTERM while the exit profile is being
+  # written (at rate 0 with four threads allocating, that write takes a
+  # while): the handler waits for it, so the profile is whole and no
+  # temporary file is left; the program then ends by the signal (143).
+  for i in 1 2 3 4 5 6 7 8; do
+    rm -f x.pb.gz x.pb.gz.tmp.* o
+    CULPERT_QUIET=1 CULPERT_SAMPLE_RATE=0 CULPERT_WRITE_ON_SIGNAL=1 CULPERT_OUTPUT="$work/x.pb.gz" \
+      LD_PRELOAD="$LIB" "$BIN/wl_exit_race" >o 2>err &
+    pid=$!
+    for _ in $(seq 1 20000); do
+      grep -q exiting o 2>/dev/null && break
+      kill -0 $pid 2>/dev/null || break
+    done
+    kill -TERM $pid 2>/dev/null
+    wait $pid
+    rc=$?
+    [ $rc -eq 0 ] || [ $rc -eq 143 ] || fail "run $i: exit status $rc: $(cat err)"
+    if [ ! -f x.pb.gz ]; then
+      fail "run $i: no exit profile after SIGTERM during its write (exit status $rc)"
+    else
+      n=$(profile x.pb.gz | awk '$1=="sample"{n+=$6} END{print n+0}')
+      [ "$n" -gt 0 ] || fail "run $i: empty or unreadable profile"
+    fi
+    ls x.pb.gz.tmp.* >/dev/null 2>&1 && fail "run $i: temporary file left: $(ls)"
+  done
+  ;;
 bad_frame_pointers)
   out=$(CULPERT_STACK=fp CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/bf.pb.gz" \
     run_pre "$BIN/wl_badfp" 2>err) || fail "wl_badfp failed: $(cat err)"
