@@ -433,13 +433,59 @@ static void cost_report(void)
 #endif
 
 /*
+ * record: capture, weigh and record the sample at p (n bytes), its stack
+ * into ips, which has room for culpert__cfg.stack_depth +
+ * CULPERT__STACK_SLACK entries. Inlined into the two functions below,
+ * which differ only in how big that array is: the default depth's takes a
+ * fifth of the stack the deepest takes (about 600 bytes against 2 KiB), so
+ * a sample near the end of a small thread stack does not run off it.
+ */
+static inline __attribute__((always_inline)) void record(void *p, size_t n, uintptr_t *ips)
+{
+  COST_NOW(c1);
+  uint32_t depth = culpert__stack_capture(ips, culpert__cfg.stack_depth);
+  COST_NOW(c2);
+  double w = culpert__sampler_weight(n, culpert__rate);
+  COST_NOW(c3);
+  int64_t b = culpert__record_sample(ips, depth, culpert__span_current_node(), n, w);
+  COST_NOW(c4);
+  if (b >= 0) {
+    struct culpert__live v = {(uint32_t)b, n, w};
+    if (culpert__live_insert(p, &v) != 0)
+      culpert__record_count_dropped(); /* allocated, never counted in use */
+  }
+  COST_NOW(c5);
+  COST_ADD(COST_STACK, c1, c2);
+  COST_ADD(COST_WEIGHT, c2, c3);
+  COST_ADD(COST_RECORD, c3, c4);
+  COST_ADD(COST_INSERT, c4, c5);
+  COST_COUNT(cost_samples);
+}
+
+static CULPERT__NOINLINE void record_default_depth(void *p, size_t n)
+{
+  uintptr_t ips[CULPERT__DEFAULT_DEPTH + CULPERT__STACK_SLACK];
+  record(p, n, ips);
+}
+
+static CULPERT__NOINLINE void record_any_depth(void *p, size_t n)
+{
+  uintptr_t ips[CULPERT__MAX_DEPTH + CULPERT__STACK_SLACK];
+  record(p, n, ips);
+}
+
+/*
  * sample_check: called after an allocation of n bytes at p once the
  * thread's countdown (already reduced by n) reached zero or below. Decides
- * whether the allocation is sampled and records it. Keeps errno. Inlined
- * into each *_slow function: one frame fewer for libunwind to step through
- * on every sample.
+ * whether the allocation is sampled and records it. Keeps errno. A
+ * function of its own, called after the real allocation returned, with the
+ * stack array in a function further down: inlined into each *_slow
+ * function, that array sat on the stack during the real call too, so a
+ * thread's first allocation, which always comes here, needed over 2 KiB
+ * more stack than without culpert (a thread with a 16 KiB stack and 8 KiB
+ * of it in use crashed in glibc's arena set-up, found by a soak test).
  */
-static inline __attribute__((always_inline)) void sample_check(void *p, size_t n)
+static CULPERT__NOINLINE void sample_check(void *p, size_t n)
 {
   struct culpert__thread *t = &culpert__tls;
   if (t->guard != 0 || p == NULL)
@@ -466,26 +512,11 @@ static inline __attribute__((always_inline)) void sample_check(void *p, size_t n
   t->countdown = culpert__sampler_next(t);
   culpert__live_prefetch(p);
   COST_NOW(c1);
-
-  uintptr_t ips[CULPERT__MAX_DEPTH + CULPERT__STACK_SLACK];
-  uint32_t depth = culpert__stack_capture(ips, culpert__cfg.stack_depth);
-  COST_NOW(c2);
-  double w = culpert__sampler_weight(n, culpert__rate);
-  COST_NOW(c3);
-  int64_t b = culpert__record_sample(ips, depth, culpert__span_current_node(), n, w);
-  COST_NOW(c4);
-  if (b >= 0) {
-    struct culpert__live v = {(uint32_t)b, n, w};
-    if (culpert__live_insert(p, &v) != 0)
-      culpert__record_count_dropped(); /* allocated, never counted in use */
-  }
-  COST_NOW(c5);
   COST_ADD(COST_DRAW, c0, c1);
-  COST_ADD(COST_STACK, c1, c2);
-  COST_ADD(COST_WEIGHT, c2, c3);
-  COST_ADD(COST_RECORD, c3, c4);
-  COST_ADD(COST_INSERT, c4, c5);
-  COST_COUNT(cost_samples);
+  if (culpert__cfg.stack_depth <= CULPERT__DEFAULT_DEPTH)
+    record_default_depth(p, n);
+  else
+    record_any_depth(p, n);
 out:
   t->guard--;
   errno = saved;

@@ -180,7 +180,7 @@ int culpert__stack_mapping(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
     return 0;
   /* Each line starts "start-end ": parse those two hex numbers and skip
    * the rest, a character at a time, across reads of any size. */
-  char buf[4096];
+  char buf[1024]; /* small: this may run near the end of a small stack */
   uintptr_t v[2] = {0, 0};
   int field = 0; /* 0: start, 1: end, 2: rest of the line */
   int found = 0;
@@ -218,7 +218,7 @@ extern void *__libc_stack_end;
  * this process with process_vm_readv, which fails instead of faulting. */
 static int readable(uintptr_t lo, uintptr_t hi)
 {
-  enum { CHUNK = 64 };
+  enum { CHUNK = 16 }; /* 512 bytes of stack: this may run near the end of a small one */
   struct iovec local[CHUNK], remote[CHUNK];
   char sink[CHUNK];
   pid_t self = getpid();
@@ -234,7 +234,7 @@ static int readable(uintptr_t lo, uintptr_t hi)
   return 1;
 }
 
-/* Beyond this much stack in use (256 system calls to check), the bounds
+/* Beyond this much stack in use (1024 system calls to check), the bounds
  * come from /proc instead. */
 #define MAX_STACK_IN_USE ((uintptr_t)64 << 20)
 
@@ -244,7 +244,7 @@ static int readable(uintptr_t lo, uintptr_t hi)
  * descriptor (pthread_self()) just above its stack, and the main
  * thread's frames lie below __libc_stack_end; the bottom: the page of the
  * stack pointer (nothing below it is read). The range is checked readable
- * once, with process_vm_readv (one system call for up to 64 pages; when
+ * once, with process_vm_readv (one system call for up to 16 pages; when
  * the stack grows, only the new pages). On a fiber or signal stack below
  * the thread's own, that range would cross the stack's guard page (or
  * the gap the kernel keeps below the main stack) and the check fails;
@@ -346,7 +346,7 @@ CULPERT__NOINLINE uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max)
     /* libunwind pays for every frame it steps through, so on a deep stack
      * it is asked for no more than it needs: culpert's frames at the leaf
      * are unw_backtrace's own, culpert__stack_capture and a *_slow
-     * function (sample_check is inlined into it), three; UNWIND_SLACK
+     * function, sample_check and record_*_depth, five; UNWIND_SLACK
      * leaves room for more than twice that. */
     want = max + UNWIND_SLACK;
     int got = use_cfi ? capture_cfi(ips, want) : -1;

@@ -176,6 +176,25 @@ exit_race)
     done
   done
   ;;
+small_stack)
+  # Threads with 16 KiB stacks, 6 KiB of it in use at their first
+  # allocations and samples: the program has room without culpert, and
+  # must have it with (the slow path keeps its stack array out of the
+  # real allocator's way, sizes it for the default depth, and never
+  # resolves a symbol lazily).
+  "$BIN/wl_small_stack" >want 2>/dev/null || fail "wl_small_stack fails without culpert"
+  for mode in libunwind fp; do
+    for rate in 0 4K 512K; do
+      rm -f s.pb.gz
+      CULPERT_STACK=$mode CULPERT_SAMPLE_RATE=$rate CULPERT_QUIET=1 CULPERT_OUTPUT="$work/s.pb.gz" \
+        run_pre "$BIN/wl_small_stack" >out 2>err
+      rc=$?
+      [ $rc -eq 0 ] || fail "$mode at $rate: exit status $rc: $(cat err)"
+      cmp -s out want || fail "$mode at $rate: output $(cat out), want $(cat want)"
+      [ $rc -eq 0 ] && { profile s.pb.gz >/dev/null; }
+    done
+  done
+  ;;
 signal_during_exit_write)
   # CULPERT_WRITE_ON_SIGNAL=1 and SIGTERM while the exit profile is being
   # written (at rate 0 with four threads allocating, that write takes a
