@@ -43,6 +43,8 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
  * and culpert_snapshot_write's, so that two never share a temporary file
  * and an older profile never replaces a newer one. */
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+/* How long a write in progress is waited for, at most. */
+#define WRITER_SECONDS 60
 /* The thread holding write_lock (0: none), so that fork_prepare never
  * waits for a lock its own thread holds. */
 static atomic_int write_owner;
@@ -53,10 +55,14 @@ static void write_lock_take(void)
   atomic_store(&write_owner, (int)gettid());
 }
 
-/* write_lock, waiting until `until` (CLOCK_REALTIME) at most: 1 if taken. */
-static int write_lock_until(const struct timespec *until)
+/* write_lock, waiting for a write in progress WRITER_SECONDS at most: 1
+ * if taken. */
+static int write_lock_wait(void)
 {
-  if (pthread_mutex_timedlock(&write_lock, until) != 0)
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += WRITER_SECONDS;
+  if (pthread_mutex_timedlock(&write_lock, &until) != 0)
     return 0;
   atomic_store(&write_owner, (int)gettid());
   return 1;
@@ -73,8 +79,6 @@ static void write_lock_release(void)
  * removes it rather than leaving PATH.tmp.PID behind. */
 static char partial[2 * CULPERT__PATH_MAX + 64];
 static atomic_int partial_set;
-/* How long a write in progress is waited for, at most. */
-#define WRITER_SECONDS 60
 /* The signals CULPERT_WRITE_ON_SIGNAL catches (below). */
 static const int ending_signals[] = {SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGABRT};
 #define N_ENDING ((int)(sizeof ending_signals / sizeof ending_signals[0]))
@@ -215,10 +219,7 @@ static void fork_prepare(void)
    * very thread holds it (a handler forking in the middle of a write). */
   write_held_for_fork = 0;
   if (atomic_load(&write_owner) != (int)gettid()) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += WRITER_SECONDS;
-    write_held_for_fork = write_lock_until(&until);
+    write_held_for_fork = write_lock_wait();
   }
   culpert__stack_lock();
   culpert__record_lock();
@@ -1085,10 +1086,7 @@ static void on_ending_signal(int sig)
    * waited for (its file is then whole), and none starts after; one that
    * this thread interrupted cannot finish, so its file goes. */
   if (atomic_load(&write_owner) != (int)gettid()) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += WRITER_SECONDS;
-    (void)write_lock_until(&until);
+    (void)write_lock_wait();
   }
   if (atomic_load(&partial_set))
     unlink(partial);
@@ -1153,10 +1151,7 @@ void culpert__output_at_immediate_exit(void)
   if (atomic_exchange(&immediate_exit_entered, 1))
     return;
   if (culpert__tls.guard == 0) { /* else this thread may hold write_lock itself */
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += WRITER_SECONDS;
-    (void)write_lock_until(&until);
+    (void)write_lock_wait();
   }
   write_from_child(NULL); /* nothing when the exit profile is written already */
 }
@@ -1218,10 +1213,7 @@ void culpert__output_before_exec(struct culpert__exec_note *note, char *const en
     return;
   int saved = errno;
   culpert__tls.guard++;
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_sec += WRITER_SECONDS;
-  note->locked = write_lock_until(&until);
+  note->locked = write_lock_wait();
   /* The image writes `<name>` itself when the new one will not load
    * libculpert: CULPERT_NO_CHILDREN, or an environment without it (execle
    * with an environment of the program's own). */
