@@ -199,6 +199,7 @@ void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int
   c->quiet = read_switch(get, "CULPERT_QUIET", warn_fd);
   c->no_children = read_switch(get, "CULPERT_NO_CHILDREN", warn_fd);
   c->write_on_signal = read_switch(get, "CULPERT_WRITE_ON_SIGNAL", warn_fd);
+  c->peak = read_switch(get, "CULPERT_PEAK", warn_fd);
   v = get("CULPERT_OUTPUT");
   if (v != NULL && *v != '\0') {
     size_t n = strlen(v);

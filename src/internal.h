@@ -101,6 +101,7 @@ struct culpert__config {
   const char *output;   /* CULPERT_OUTPUT template (in output_buf), NULL when unset */
   uint32_t interval;    /* CULPERT_INTERVAL, seconds; 0 = the exit profile only */
   int write_on_signal;  /* CULPERT_WRITE_ON_SIGNAL=1 */
+  int peak;             /* CULPERT_PEAK=1: also write the in-use-at-peak profile */
   int snapshot_signal;  /* CULPERT_SNAPSHOT_SIGNAL: rewrite the exit profile on it; 0 = none */
   /* CULPERT_METADATA, validated, as "key=value" strings in meta_buf. */
   const char *meta[CULPERT__MAX_META];
@@ -353,6 +354,17 @@ int culpert__live_remove(const void *p, struct culpert__live *v);
  * out). Takes the table's lock. */
 struct culpert__bucket;
 void culpert__live_add_inuse(struct culpert__bucket *b, size_t nb);
+
+/* culpert__live_keep_peak: from now on, keep a copy of the live samples
+ * as they were at the highest in-use estimate (CULPERT_PEAK), within 1/64
+ * of it. */
+void culpert__live_keep_peak(void);
+
+/* culpert__live_add_peak: add that copy to the in-use totals of its
+ * buckets in b[0..nb), as culpert__live_add_inuse does for the live table.
+ * Returns when the copy was taken (ns since the epoch), 0 when there is
+ * none. Takes the table's lock. */
+int64_t culpert__live_add_peak(struct culpert__bucket *b, size_t nb);
 
 /* culpert__live_peak_bytes: the highest in-use estimate (the live sampled
  * blocks' weighted bytes, what culpert__live_add_inuse sums) since

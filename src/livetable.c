@@ -36,6 +36,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -76,6 +77,30 @@ struct table {
 _Static_assert(sizeof(struct table) == 64, "the table's header is one line");
 
 static struct table live; /* lock free, no slots */
+
+/*
+ * CULPERT_PEAK: the live samples as they were when the in-use estimate was
+ * at its highest. The insert that raises the estimate copies them (one
+ * pass over the table, under the lock) when the estimate passes the last
+ * copy's by more than a slack of N/65536 of it for N live samples, 1/64 at
+ * most: about 45 000/N copies per doubling of the estimate while N is
+ * below 1024, 45 above, and the copy is within 0.2% of the peak with 100
+ * live samples, within 1/64 with any number. Off, it costs the insert one
+ * predictable branch.
+ */
+struct held {
+  uint32_t bucket;
+  uint64_t size;
+  double weight;
+};
+
+static struct {
+  int on;
+  struct held *v; /* mmap'd, cap entries */
+  size_t n, cap;
+  double bytes;  /* the in-use estimate when copied */
+  int64_t nanos; /* and when (CLOCK_REALTIME) */
+} at_peak;
 
 static uint64_t mix(uint64_t v)
 {
@@ -213,6 +238,42 @@ static int grow(void)
   return 0;
 }
 
+/* How far the in-use estimate may pass the copy's before it is taken
+ * again (lock held). */
+static double peak_slack(void)
+{
+  size_t n = live.used < 1024 ? live.used : 1024;
+  return at_peak.bytes * (double)n / 65536.0;
+}
+
+/* Copy the live samples to at_peak (lock held). When the copy cannot
+ * grow, the last one stays: a peak slightly lower than the true one. */
+static void peak_copy(void)
+{
+  if (at_peak.cap < live.used) {
+    size_t ncap = live.used * 2 > 256 ? live.used * 2 : 256;
+    struct held *nv =
+        mmap(NULL, ncap * sizeof *nv, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (nv == MAP_FAILED)
+      return;
+    if (at_peak.v != NULL)
+      munmap(at_peak.v, at_peak.cap * sizeof *at_peak.v);
+    at_peak.v = nv;
+    at_peak.cap = ncap;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < live.capacity; i++) {
+    const struct entry *e = &live.slots[i];
+    if (e->ptr != 0)
+      at_peak.v[n++] = (struct held){.bucket = e->bucket, .size = e->size, .weight = e->weight};
+  }
+  at_peak.n = n;
+  at_peak.bytes = live.inuse_bytes;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  at_peak.nanos = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 void culpert__live_prefetch(const void *p)
 {
   __builtin_prefetch(&live, 1);
@@ -245,6 +306,8 @@ int culpert__live_insert(const void *p, const struct culpert__live *v)
   live.inuse_bytes += v->weight * (double)v->size;
   if (live.inuse_bytes > live.peak_bytes)
     live.peak_bytes = live.inuse_bytes;
+  if (at_peak.on && live.inuse_bytes > at_peak.bytes + peak_slack())
+    peak_copy();
 out:
   culpert__unlock(&live.lock);
   return rc;
@@ -304,6 +367,28 @@ void culpert__live_add_inuse(struct culpert__bucket *b, size_t nb)
   culpert__unlock(&live.lock);
 }
 
+void culpert__live_keep_peak(void)
+{
+  culpert__lock(&live.lock);
+  at_peak.on = 1;
+  culpert__unlock(&live.lock);
+}
+
+int64_t culpert__live_add_peak(struct culpert__bucket *b, size_t nb)
+{
+  culpert__lock(&live.lock);
+  for (size_t i = 0; i < at_peak.n; i++) {
+    const struct held *h = &at_peak.v[i];
+    if (h->bucket >= nb)
+      continue;
+    b[h->bucket].inuse_objects += h->weight;
+    b[h->bucket].inuse_bytes += h->weight * (double)h->size;
+  }
+  int64_t nanos = at_peak.n > 0 ? at_peak.nanos : 0;
+  culpert__unlock(&live.lock);
+  return nanos;
+}
+
 double culpert__live_peak_bytes(void)
 {
   culpert__lock(&live.lock);
@@ -330,6 +415,8 @@ void culpert__live_reset(void)
   }
   live.used = 0;
   live.inuse_bytes = live.peak_bytes = 0;
+  at_peak.n = 0;
+  at_peak.bytes = 0;
 }
 
 /* Fork and snapshots. */

@@ -380,6 +380,8 @@ void culpert__init(void)
     culpert__sampler_stop("pthread_atfork failed");
     goto out;
   }
+  if (culpert__cfg.peak)
+    culpert__live_keep_peak();
   atomic_store(&culpert__running, 1);
   atomic_store(&culpert__ready, 1);
   interval_start();
@@ -440,7 +442,10 @@ static void span_map_free(uint32_t *map)
     munmap(map, CULPERT__SPAN_NODES * sizeof(uint32_t));
 }
 
-int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples)
+/* The profile as culpert__output_profile describes it; with at_peak, the
+ * in-use values are those of CULPERT_PEAK's copy instead of the live
+ * table's, and a comment says when that copy was taken. */
+static int encode_profile(unsigned char **out, size_t *len, uint64_t *nsamples, int at_peak)
 {
   struct culpert__bucket *b = NULL;
   uintptr_t *ips = NULL;
@@ -449,7 +454,7 @@ int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples
   uint32_t *map = NULL;
   size_t nips = 0;
   int rc;
-  enum { NCOMMENT = 12 };
+  enum { NCOMMENT = 13 };
   char cbuf[NCOMMENT][320]; /* room for culpert.exe= and a 255-byte name */
   const char *comments[NCOMMENT + CULPERT__MAX_META];
   size_t nc = 0;
@@ -462,7 +467,11 @@ int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples
   long nb = culpert__record_copy(&b, &ips, &nips);
   if (nb < 0)
     return (int)nb;
-  culpert__live_add_inuse(b, (size_t)nb);
+  int64_t peak_nanos = 0;
+  if (at_peak)
+    peak_nanos = culpert__live_add_peak(b, (size_t)nb);
+  else
+    culpert__live_add_inuse(b, (size_t)nb);
   ws = calloc((size_t)nb + 1, sizeof *ws);
   /* collect_spans writes every entry of `spans` it counts: no zeroing. */
   spans = malloc(CULPERT__SPAN_NODES * sizeof *spans);
@@ -498,6 +507,8 @@ int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples
     inuse += b[i].inuse_bytes > 0 ? round(b[i].inuse_bytes) : 0;
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.peak_inuse_bytes=%.0f",
            peak > inuse ? peak : inuse);
+  if (at_peak)
+    snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.inuse_at_peak=%lld", (long long)peak_nanos);
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.pid=%ld", pid != 0 ? pid : (long)getpid());
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.exe=%s", exe_name);
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.span_overflow=%llu",
@@ -535,6 +546,11 @@ out:
   return rc;
 }
 
+int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples)
+{
+  return encode_profile(out, len, nsamples, 0);
+}
+
 /* A process below the first one that has sampled nothing writes no
  * profile of its own (not at exit, nor on a rewrite): a shell script's
  * subshells and short commands would otherwise leave dozens of empty
@@ -562,6 +578,7 @@ static int write_all(int fd, const unsigned char *buf, size_t len)
 /* What write_file says on stderr when it succeeds: nothing, the usual
  * line, or the line with CULPERT_INTERVAL's note. */
 enum say_ok { OK_SILENT, OK_SAY, OK_SAY_PERIODIC };
+enum which { PROFILE, PEAK_PROFILE };
 
 /* 1 when the profile must be written into the file at `path` rather
  * than renamed over it: a symbolic link (the link stays; /dev/stdout
@@ -596,14 +613,15 @@ static int write_in_place(const char *path, const unsigned char *buf, size_t len
 /* Encode the profile and put it at `path` through a temporary file and a
  * rename (or in place, see in_place); a failure is reported when
  * say_failure is set. The caller holds write_lock. */
-static int write_file(const char *path, enum say_ok say_ok, int say_failure)
+static int write_file(const char *path, enum which which, enum say_ok say_ok, int say_failure)
 {
   unsigned char *buf = NULL;
   size_t len = 0;
   uint64_t nsamples = 0;
   char tmp[2 * CULPERT__PATH_MAX + 64];
   int fd = -1;
-  int rc = culpert__output_profile(&buf, &len, &nsamples);
+  const char *what = which == PEAK_PROFILE ? "in-use-at-peak profile" : "profile";
+  int rc = encode_profile(&buf, &len, &nsamples, which == PEAK_PROFILE);
   if (rc != 0)
     goto out;
   if (in_place(path)) {
@@ -633,14 +651,14 @@ static int write_file(const char *path, enum say_ok say_ok, int say_failure)
   atomic_store(&partial_set, 0);
 out:
   if (rc == 0 && !culpert__cfg.quiet && say_ok == OK_SAY)
-    culpert__say("wrote profile to %s (%llu sample%s)", path, (unsigned long long)nsamples,
+    culpert__say("wrote %s to %s (%llu sample%s)", what, path, (unsigned long long)nsamples,
                  nsamples == 1 ? "" : "s");
   else if (rc == 0 && !culpert__cfg.quiet && say_ok == OK_SAY_PERIODIC)
-    culpert__say("wrote profile to %s (%llu sample%s); rewriting it every %u s", path,
+    culpert__say("wrote %s to %s (%llu sample%s); rewriting it every %u s", what, path,
                  (unsigned long long)nsamples, nsamples == 1 ? "" : "s",
                  (unsigned)culpert__cfg.interval);
   else if (rc != 0 && say_failure)
-    culpert__say("cannot write profile %s: %s", path, strerror(-rc));
+    culpert__say("cannot write %s %s: %s", what, path, strerror(-rc));
   free(buf);
   return rc;
 }
@@ -648,8 +666,47 @@ out:
 int culpert__output_write_file(const char *path)
 {
   write_lock_take();
-  int rc = write_file(path, OK_SAY, 1);
+  int rc = write_file(path, PROFILE, OK_SAY, 1);
   write_lock_release();
+  return rc;
+}
+
+/* CULPERT_PEAK's file beside the profile at `path`: "NAME.pb.gz" gives
+ * "NAME.peak.pb.gz", any other name gets ".peak.pb.gz" added. */
+static int peak_path(const char *path, char *out, size_t n)
+{
+  static const char ext[] = ".pb.gz";
+  size_t len = strlen(path), stem = len;
+  if (len > sizeof ext - 1 && strcmp(path + len - (sizeof ext - 1), ext) == 0)
+    stem = len - (sizeof ext - 1);
+  if (stem + sizeof ".peak.pb.gz" > n)
+    return -ENAMETOOLONG;
+  memcpy(out, path, stem);
+  memcpy(out + stem, ".peak.pb.gz", sizeof ".peak.pb.gz");
+  return 0;
+}
+
+/* The exit profile's file (at exit, on a rewrite, before an exec) and,
+ * with CULPERT_PEAK, the in-use-at-peak profile beside it. The caller
+ * holds write_lock. Returns what writing the profile returned. */
+static int write_exit_files(const char *path, enum say_ok say_ok, int say_failure)
+{
+  int rc = write_file(path, PROFILE, say_ok, say_failure);
+  if (!culpert__cfg.peak)
+    return rc;
+  char peak[2 * CULPERT__PATH_MAX + 16];
+  if (in_place(path)) {
+    if (say_failure)
+      culpert__say("CULPERT_PEAK: %s is not a regular file; no in-use-at-peak profile written",
+                   path);
+  } else if (peak_path(path, peak, sizeof peak) != 0) {
+    if (say_failure)
+      culpert__say("CULPERT_PEAK: the name beside %s is too long; no in-use-at-peak profile "
+                   "written",
+                   path);
+  } else {
+    write_file(peak, PEAK_PROFILE, say_ok == OK_SAY_PERIODIC ? OK_SAY : say_ok, say_failure);
+  }
   return rc;
 }
 
@@ -697,7 +754,7 @@ void culpert__output_at_exit(void)
     pthread_sigmask(SIG_BLOCK, &ending, &old);
     atomic_store(&exit_writer, (int)gettid());
     write_lock_take(); /* after a periodic write in progress */
-    write_file(path, OK_SAY, 1);
+    write_exit_files(path, OK_SAY, 1);
     write_lock_release();
     atomic_store(&exit_writer, 0);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -770,8 +827,8 @@ static void *rewrite_thread(void *arg)
     int stop = !atomic_load(&culpert__running); /* the exit profile is written or on its way */
     int skip = !stop && nothing_to_write();
     int rc = stop || skip ? 0
-             : asked      ? write_file(path, OK_SAY, 1)
-                          : write_file(path, announced ? OK_SILENT : OK_SAY_PERIODIC, last_ok);
+             : asked      ? write_exit_files(path, OK_SAY, 1)
+                     : write_exit_files(path, announced ? OK_SILENT : OK_SAY_PERIODIC, last_ok);
     write_lock_release();
     if (stop)
       return NULL;
@@ -960,7 +1017,7 @@ static void writer_child(const char *path)
   culpert__symbolize_set_loader_locks(0);
   if (path == NULL && exit_path(exit_name, sizeof exit_name) == 0)
     path = exit_name;
-  int rc = path == NULL ? -ENAMETOOLONG : write_file(path, OK_SAY, 1);
+  int rc = path == NULL ? -ENAMETOOLONG : write_exit_files(path, OK_SAY, 1);
   _exit(rc == 0 ? 0 : 1);
 }
 

@@ -693,6 +693,46 @@ bad_env)
   expect_line "$(cat out)" '^failures=0$' "unwritable output"
   expect_line "$(cat err)" '^culpert: cannot write profile /nonexistent/dir/x.pb.gz' "stderr"
   ;;
+peak)
+  # CULPERT_PEAK=1: beside the profile, NAME.peak.pb.gz holds the same
+  # samples with the in-use values of the moment the in-use estimate was
+  # highest: all 100 parse blocks, 60 of which are freed before the exit.
+  CULPERT_PEAK=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/pk.pb.gz" \
+    run_pre "$BIN/wl_basic" >out 2>err || fail "wl_basic failed: $(cat err)"
+  expect_line "$(cat out)" '^failures=0$' "program's own checks"
+  expect_line "$(cat err)" "^culpert: wrote profile to $work/pk.pb.gz \\([0-9]+ samples?\\)$" "stderr"
+  expect_line "$(cat err)" "^culpert: wrote in-use-at-peak profile to $work/pk.peak.pb.gz \\([0-9]+ samples?\\)$" "stderr"
+  expect_totals pk.pb.gz handle_request/parse "100 100000 40 40000 100"
+  expect_totals pk.peak.pb.gz handle_request/parse "100 100000 100 100000 100"
+  expect_totals pk.peak.pb.gz handle_request/resize "3 4300 0 0 3"
+  p=$(profile pk.peak.pb.gz)
+  expect_line "$p" '^comment culpert.inuse_at_peak=[1-9][0-9]{18}$' "when the peak was"
+  # its in-use total is the peak's, within the copy's slack
+  peak=$(printf '%s\n' "$p" | awk -F= '$1 == "comment culpert.peak_inuse_bytes" {print $2}')
+  held=$(printf '%s\n' "$p" | awk '$1 == "sample" { s += $5 } END { print s + 0 }')
+  { [ -n "$peak" ] && [ "$held" -le "$peak" ] && [ $((held * 1000)) -ge $((peak * 998)) ]; } ||
+    fail "in use in the peak profile: $held bytes, peak $peak"
+  # names without .pb.gz get it added; off, no peak file
+  CULPERT_PEAK=yes CULPERT_SAMPLE_RATE=0 CULPERT_QUIET=1 CULPERT_OUTPUT="$work/plain" \
+    run_pre "$BIN/wl_basic" >out 2>err || fail "wl_basic failed: $(cat err)"
+  expect_totals plain.peak.pb.gz handle_request/parse "100 100000 100 100000 100"
+  CULPERT_SAMPLE_RATE=0 CULPERT_QUIET=1 CULPERT_OUTPUT="$work/off.pb.gz" \
+    run_pre "$BIN/wl_basic" >out 2>err || fail "wl_basic failed: $(cat err)"
+  [ -f off.pb.gz ] && [ ! -e off.peak.pb.gz ] || fail "CULPERT_PEAK unset: files $(ls)"
+  # a profile written in place (a device) has no file beside it: said once
+  CULPERT_PEAK=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT=/dev/null \
+    run_pre "$BIN/wl_basic" >out 2>err || fail "wl_basic failed: $(cat err)"
+  expect_line "$(cat err)" '^culpert: CULPERT_PEAK: /dev/null is not a regular file; no in-use-at-peak profile written$' "device"
+  # rewritten with the profile: a program killed by SIGKILL leaves both
+  CULPERT_PEAK=1 CULPERT_INTERVAL=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/k.pb.gz" \
+    env LD_PRELOAD="$LIB" "$BIN/wl_basic" --hang >out 2>err &
+  prog=$!
+  for _ in $(seq 100); do [ -f k.peak.pb.gz ] && break; sleep 0.1; done
+  kill -9 "$prog"
+  wait "$prog" 2>/dev/null
+  expect_totals k.peak.pb.gz handle_request/parse "100 100000 100 100000 100"
+  [ -z "$(ls ./*.tmp.* 2>/dev/null)" ] || fail "temporary files left: $(ls)"
+  ;;
 interval)
   # CULPERT_INTERVAL=1: the exit profile's file is rewritten every second,
   # so a program killed by SIGKILL leaves a complete profile; one line on

@@ -272,6 +272,56 @@ static void test_livetable_peak(void **state)
   assert_true(culpert__live_peak_bytes() == 0);
 }
 
+/* CULPERT_PEAK's copy: the live samples of the highest in-use estimate,
+ * taken again only when the estimate passes the copy's by more than its
+ * slack (here, with 2 live samples, 2/65536 of it). */
+static void sum_peak(struct culpert__bucket *b, size_t nb)
+{
+  for (size_t i = 0; i < nb; i++)
+    b[i] = (struct culpert__bucket){0};
+  culpert__live_add_peak(b, nb);
+}
+
+static void test_livetable_peak_copy(void **state)
+{
+  (void)state;
+  struct culpert__bucket b[3];
+  struct culpert__live got;
+  culpert__live_reset();
+  culpert__live_keep_peak();
+  assert_int_equal(culpert__live_add_peak(b, 3), 0); /* no copy yet */
+  struct culpert__live a = {0, 1000, 1.0}, big = {1, 50000, 2.0}, mid = {2, 50000, 1.0};
+  assert_int_equal(culpert__live_insert(fake(201), &a), 0);
+  assert_int_equal(culpert__live_insert(fake(202), &big), 0); /* 101000: the peak */
+  assert_true(culpert__live_remove(fake(202), &got));
+  assert_int_equal(culpert__live_insert(fake(203), &mid), 0); /* 51000 */
+  sum_peak(b, 3);
+  assert_true(b[0].inuse_bytes == 1000 && b[0].inuse_objects == 1);
+  assert_true(b[1].inuse_bytes == 100000 && b[1].inuse_objects == 2);
+  assert_true(b[2].inuse_bytes == 0);
+  assert_true(culpert__live_add_peak(b, 3) > 0);
+
+  /* 103000 passes 101000: copied. */
+  struct culpert__live higher = {2, 102000, 1.0}, barely = {1, 3, 1.0};
+  assert_true(culpert__live_remove(fake(203), &got));
+  assert_int_equal(culpert__live_insert(fake(204), &higher), 0);
+  /* 103003 is within 103000's slack (3.1 bytes): the copy stays. */
+  assert_int_equal(culpert__live_insert(fake(205), &barely), 0);
+  assert_true(culpert__live_peak_bytes() == 103003);
+  assert_true(culpert__live_remove(fake(204), &got));
+  sum_peak(b, 3);
+  assert_true(b[1].inuse_bytes == 0);
+  assert_true(b[2].inuse_bytes == 102000);
+  sum_peak(b, 2); /* bucket 2 is beyond nb: left out */
+  assert_true(b[0].inuse_bytes == 1000);
+  assert_true(b[1].inuse_bytes == 0);
+  assert_true(culpert__live_remove(fake(205), &got));
+  assert_true(culpert__live_remove(fake(201), &got));
+
+  culpert__live_reset(); /* a fork child starts again */
+  assert_int_equal(culpert__live_add_peak(b, 3), 0);
+}
+
 static void test_livetable_threads(void **state)
 {
   (void)state;
@@ -316,6 +366,7 @@ int main(void)
       cmocka_unit_test(test_livetable_summary_regions),
       cmocka_unit_test(test_livetable_reset_forgets),
       cmocka_unit_test(test_livetable_peak),
+      cmocka_unit_test(test_livetable_peak_copy),
       cmocka_unit_test(test_livetable_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
