@@ -41,7 +41,10 @@ atomic_int culpert__ready;
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Serialises writing profile files: the exit profile, CULPERT_INTERVAL's
  * and culpert_snapshot_write's, so that two never share a temporary file
- * and an older profile never replaces a newer one. */
+ * and an older profile never replaces a newer one. culpert_snapshot holds
+ * it too, though it writes no file: whoever encodes a profile walks the
+ * loader's lists, and fork_prepare takes this lock so that no fork
+ * happens in the middle of that. */
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 /* How long a write in progress is waited for, at most. */
 #define WRITER_SECONDS 60
@@ -1324,7 +1327,9 @@ CULPERT__EXPORT int culpert_snapshot(unsigned char **out, size_t *len)
     return -EAGAIN;
   int saved = errno;
   culpert__tls.guard++;
+  write_lock_take(); /* see write_lock: no fork while it encodes */
   int rc = culpert__output_profile(out, len, &nsamples);
+  write_lock_release();
   culpert__tls.guard--;
   errno = saved;
   return rc;

@@ -250,6 +250,17 @@ fork)
   expect_totals "$main_file" parent_work "10 10000 10 10000 10"
   expect_totals "$main_file" child_work "0 0 0 0 0"
   ;;
+fork_during_snapshot)
+  # culpert_snapshot() on two threads while the main thread forks: no
+  # child may inherit the loader's lock held by a profile being encoded
+  # (one in about ten waited for it forever at its first sample).
+  out=$(CULPERT_QUIET=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/s.pb.gz" \
+    timeout 100 env LD_PRELOAD="$LIB" "$BIN/wl_fork" --snapshots 80 2>err)
+  rc=$?
+  [ $rc -eq 0 ] || fail "wl_fork --snapshots exited $rc: $(cat err)"
+  expect_line "$out" '^forks 80 stuck 0$' "forks during snapshots"
+  [ $rc -eq 0 ] && profile s.pb.gz >/dev/null
+  ;;
 immediate_exit)
   # _exit, _Exit and quick_exit write the exit profile first, also from a
   # signal handler on a thread that was allocating; a vfork child writes

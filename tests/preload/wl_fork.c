@@ -18,7 +18,16 @@
  * and ends with _exit(8); a vfork child that ends with _exit(5) at once;
  * then the program itself ends with _exit(0). Prints "exit PID status N"
  * for the fork children, "vfork PID status N" for the vfork child.
+ *
+ * wl_fork --snapshots N: two threads take culpert_snapshot() buffers
+ * without a pause while the main thread forks N children one after
+ * another. Each child allocates at a call site the parent never sampled
+ * (so its first sample looks the code up through the loader's lists),
+ * says so through a pipe and kills itself. A child that has not said so
+ * in 10 s is stuck; it is killed and no more are forked. Prints "forks N
+ * stuck S".
  */
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -114,6 +123,62 @@ static int immediate_exits(void)
   _exit(0);
 }
 
+static void *take_snapshots(void *arg)
+{
+  (void)arg;
+  while (!atomic_load(&stop)) {
+    unsigned char *buf;
+    size_t len;
+    if (culpert_snapshot(&buf, &len) == 0)
+      free(buf);
+  }
+  return NULL;
+}
+
+/* Called in the children of --snapshots only. */
+static __attribute__((noinline)) void snapshot_child_work(void)
+{
+  kept[20] = malloc(3000);
+}
+
+static int fork_during_snapshots(int nforks)
+{
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++)
+    pthread_create(&t[i], NULL, take_snapshots, NULL);
+  int forks = 0, stuck = 0;
+  while (forks < nforks && !stuck) {
+    int fd[2];
+    if (pipe(fd) != 0)
+      break;
+    pid_t pid = fork();
+    if (pid == 0) {
+      snapshot_child_work();
+      if (write(fd[1], "x", 1) == 1)
+        kill(getpid(), SIGKILL);
+      _exit(1);
+    }
+    close(fd[1]);
+    if (pid < 0) {
+      close(fd[0]);
+      break;
+    }
+    forks++;
+    struct pollfd answer = {.fd = fd[0], .events = POLLIN};
+    if (poll(&answer, 1, 10 * 1000) != 1) {
+      stuck = 1;
+      kill(pid, SIGKILL);
+    }
+    close(fd[0]);
+    waitpid(pid, NULL, 0);
+  }
+  atomic_store(&stop, 1);
+  for (int i = 0; i < 2; i++)
+    pthread_join(t[i], NULL);
+  printf("forks %d stuck %d\n", forks, stuck);
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   if (argc > 1 && strcmp(argv[1], "--exec-child") == 0) {
@@ -128,6 +193,8 @@ int main(int argc, char **argv)
   culpert_span_exit();
   if (argc > 1 && strcmp(argv[1], "--immediate-exit") == 0)
     return immediate_exits();
+  if (argc > 2 && strcmp(argv[1], "--snapshots") == 0)
+    return fork_during_snapshots(atoi(argv[2]));
 
   pthread_t t[2];
   for (int i = 0; i < 2; i++)
