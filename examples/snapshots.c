@@ -2,9 +2,10 @@
 /*
  * snapshots: a long-running service writes a profile on demand instead of
  * waiting for exit. Each snapshot is cumulative: it contains everything the
- * previous one did, plus what came since. Run it preloaded:
+ * previous one did, plus what came since. Run it preloaded (at 64 KiB
+ * the first round's 1 MB gets about 15 samples; at the default 512 KiB, 2):
  *
- *   LD_PRELOAD=libculpert.so ./snapshots /tmp/snap
+ *   LD_PRELOAD=/usr/local/lib/libculpert.so CULPERT_SAMPLE_RATE=64K ./snapshots /tmp/snap
  *   culpert diff /tmp/snap.1.pb.gz /tmp/snap.3.pb.gz
  *
  * Without libculpert the calls return -ENOSYS and the program still runs.
