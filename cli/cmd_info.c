@@ -79,7 +79,8 @@ static bool known_prop(const char *key)
 {
   static const char *const known[] = {
       "culpert.version",       "culpert.rate", "culpert.stack", "culpert.dropped_samples",
-      "culpert.span_overflow", "culpert.pid",  "culpert.exe",   "culpert.peak_inuse_bytes"};
+      "culpert.span_overflow", "culpert.pid",  "culpert.exe",   "culpert.peak_inuse_bytes",
+      "culpert.inuse_at_peak"};
   for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
     if (strcmp(key, known[i]) == 0)
       return true;
@@ -139,6 +140,10 @@ static void show(const struct culpert__profile *p, long spans)
     line("In-use bytes", culpert__fmt_bytes(b, p->total_inuse_bytes));
     snprintf(v, sizeof v, "%" PRId64, p->total_inuse_objects);
     line("In-use objects", v);
+    if (culpert__profile_prop(p, "culpert.inuse_at_peak") != NULL) {
+      char when[CULPERT_INUSE_WHEN_MAX];
+      line("In-use values", culpert__profile_inuse_when(p, when));
+    }
   }
   /* The live samples' weighted bytes at their highest (libculpert). */
   int64_t peak;

@@ -84,7 +84,9 @@ static void help(FILE *f)
           "plain, from culpert, the Rust culpert or Go (heap/allocs); '-' reads stdin.\n"
           "Several FILEs are merged (the processes of one run, say): their samples\n"
           "add up, and spans of the same name under the same parent name merge.\n"
-          "A FILE that is a directory stands for the profiles in it.\n"
+          "A FILE that is a directory stands for the profiles in it (but the\n"
+          "NAME.peak.pb.gz files of CULPERT_PEAK, which repeat NAME.pb.gz's\n"
+          "allocations).\n"
           "When no sample lies in a span (a program run unmodified), the text tree,\n"
           "one line, goes on to the --no-span view.\n"
           "Files that decompress to more than %u MiB are refused (a limit built\n"
@@ -293,13 +295,13 @@ static int tree_children(struct tree_ctx *c, const struct culpert__span_node *n,
 static int tree_text(FILE *f, const struct culpert__profile *p, const struct opts *o,
                      const struct culpert__span_node *root)
 {
-  char hs[160];
+  char hs[160], when[CULPERT_INUSE_WHEN_MAX];
   rate_and_samples(p, hs, sizeof hs);
   fprintf(f, "Hierarchical span report%s (%s):\n", o->inuse ? ", in-use bytes" : "", hs);
   fprintf(f, "  Each span shows the bytes allocated in it and in the spans it opened,\n"
              "  its share of the whole profile, and (self) what it allocated directly.\n");
   if (o->inuse)
-    fprintf(f, "  In-use bytes were still allocated when the profile was written.\n");
+    fprintf(f, "  In-use bytes were still allocated %s.\n", culpert__profile_inuse_when(p, when));
   fprintf(f, "  Bytes are unbiased estimates scaled up from the sampled allocations.\n\n");
   if (root->nchildren == 0) {
     fprintf(f, "No samples in this profile.\n");
@@ -540,7 +542,14 @@ static int flat(FILE *f, const struct culpert__profile *p, const struct opts *o,
   char hs[160];
   rate_and_samples(p, hs, sizeof hs);
   fprintf(f, "Top spans by %s (%s):\n", o->inuse ? "in-use bytes" : "allocation", hs);
-  if (o->inuse)
+  char when[CULPERT_INUSE_WHEN_MAX];
+  if (o->inuse && culpert__profile_prop(p, "culpert.inuse_at_peak") != NULL)
+    fprintf(f,
+            "  Bytes allocated directly in each span (its child spans not included)\n"
+            "  and still allocated %s,\n"
+            "  as unbiased estimates; samples are the raw sampled allocations.\n\n",
+            culpert__profile_inuse_when(p, when));
+  else if (o->inuse)
     fprintf(f, "  Bytes allocated directly in each span (its child spans not included)\n"
                "  and still allocated when the profile was written, as unbiased\n"
                "  estimates; samples are the raw sampled allocations, freed or not.\n\n");

@@ -59,6 +59,9 @@ static void help(FILE *f)
              "                     1MB: all powers of 1024); 0 records every allocation\n"
              "  --stack MODE       how stacks are captured: libunwind (default) or fp\n"
              "                     (frame pointers; faster, needs -fno-omit-frame-pointer)\n"
+             "  --peak             also write NAME.peak.pb.gz beside each profile: its\n"
+             "                     in-use values as they were at the in-use peak\n"
+             "                     (CULPERT_PEAK=1), and say how to see where it was held\n"
              "  --no-report        do not print the report, only write the profile\n"
              "  -h, --help         show this help\n"
              "\n"
@@ -505,11 +508,34 @@ static void inuse_summary(char **files, int n)
   culpert__profile_free(p);
 }
 
+/* With --peak, the command that shows where the in-use peak was held:
+ * the NAME.peak.pb.gz beside each of `files` that libculpert wrote. */
+static void peak_summary(char **files, int n)
+{
+  char word[3 * PATH_MAX], path[PATH_MAX + 16];
+  int shown = 0;
+  for (int i = 0; i < n; i++) {
+    size_t len = strlen(files[i]);
+    size_t stem = len > 6 && strcmp(files[i] + len - 6, ".pb.gz") == 0 ? len - 6 : len;
+    if (snprintf(path, sizeof path, "%.*s.peak.pb.gz", (int)stem, files[i]) >= (int)sizeof path ||
+        !readable(path))
+      continue;
+    if (shown++ == 0)
+      printf("where the in-use peak was held: culpert report --inuse");
+    shell_word(path, word, sizeof word);
+    printf(" %s", word);
+  }
+  if (shown > 0)
+    putchar('\n');
+  else
+    printf("no in-use-at-peak profile was written (none beside %s)\n", files[0]);
+}
+
 /* The report of the run: the span tree of `files` (PROGRAM's profile, or
  * the processes' merged), which for a program that opens no span (one
  * run unmodified) goes on to the places that allocated, by callsite; then
  * what was still in use. Returns the report's status. */
-static int report_run(char **files, int n)
+static int report_run(char **files, int n, bool peak)
 {
   char **argv = calloc((size_t)n + 1, sizeof *argv);
   if (argv == NULL) {
@@ -523,6 +549,8 @@ static int report_run(char **files, int n)
   free(argv);
   if (r == CULPERT_EXIT_OK)
     inuse_summary(files, n);
+  if (r == CULPERT_EXIT_OK && peak)
+    peak_summary(files, n);
   return r;
 }
 
@@ -654,6 +682,7 @@ struct run_opts {
   const char *rate; /* canonical decimal, or NULL */
   const char *stack;
   bool no_report;
+  bool peak;
   char **argv; /* PROGRAM ARGS..., NULL-terminated */
 };
 
@@ -680,7 +709,8 @@ static void child(const struct run_opts *o, const char *lib, int fd)
   env_out[at] = '\0';
   if (bad_path != 0 || setenv("LD_PRELOAD", preload, 1) || setenv("CULPERT_OUTPUT", env_out, 1) ||
       (o->rate && setenv("CULPERT_SAMPLE_RATE", o->rate, 1)) ||
-      (o->stack && setenv("CULPERT_STACK", o->stack, 1)) || unsetenv("CULPERT_ROOT_PID") ||
+      (o->stack && setenv("CULPERT_STACK", o->stack, 1)) ||
+      (o->peak && setenv("CULPERT_PEAK", "1", 1)) || unsetenv("CULPERT_ROOT_PID") ||
       setenv("CULPERT_WRITE_ON_SIGNAL", "1", 0) || setenv("CULPERT_QUIET", "1", 0)) {
     err = errno ? errno : ENAMETOOLONG;
   } else {
@@ -698,9 +728,13 @@ static void child(const struct run_opts *o, const char *lib, int fd)
 static int parse(int argc, char **argv, struct run_opts *o, char *rate_buf, size_t rate_len)
 {
   static const struct option longopts[] = {
-      {"rate", required_argument, NULL, 'r'}, {"stack", required_argument, NULL, 's'},
-      {"no-report", no_argument, NULL, 'n'},  {"output", required_argument, NULL, 'o'},
-      {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+      {"rate", required_argument, NULL, 'r'},
+      {"stack", required_argument, NULL, 's'},
+      {"no-report", no_argument, NULL, 'n'},
+      {"output", required_argument, NULL, 'o'},
+      {"peak", no_argument, NULL, 'p'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
   };
   int c;
   optind = 0;
@@ -731,6 +765,9 @@ static int parse(int argc, char **argv, struct run_opts *o, char *rate_buf, size
       break;
     case 'n':
       o->no_report = true;
+      break;
+    case 'p':
+      o->peak = true;
       break;
     case 'h':
       help(stdout);
@@ -966,7 +1003,7 @@ int culpert__cmd_run(int argc, char **argv)
       for (long i = 0; i < others; i++)
         if (other[i].problem == NULL)
           rargv[n++] = other[i].path;
-      int r = n > 0 ? report_run(rargv, n) : CULPERT_EXIT_OK;
+      int r = n > 0 ? report_run(rargv, n, o.peak) : CULPERT_EXIT_OK;
       free(rargv);
       if (r != CULPERT_EXIT_OK && prog_status == 0)
         status = r;
@@ -998,7 +1035,7 @@ int culpert__cmd_run(int argc, char **argv)
   }
   if (!o.no_report) {
     char *files[] = {out};
-    int r = report_run(files, 1);
+    int r = report_run(files, 1, o.peak);
     if (r != CULPERT_EXIT_OK && prog_status == 0) {
       status = r;
       goto out;

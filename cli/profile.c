@@ -30,6 +30,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <libdeflate.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -2231,6 +2232,16 @@ static bool temporary_name(const char *name)
   return last && last[5] != '\0' && strspn(last + 5, "0123456789") == strlen(last + 5);
 }
 
+/* NAME.peak.pb.gz: the in-use-at-peak profile CULPERT_PEAK writes beside
+ * NAME.pb.gz, with the same allocations: a directory leaves it out, or
+ * its allocations would count twice. */
+static bool peak_name(const char *name)
+{
+  static const char ext[] = ".peak.pb.gz";
+  size_t n = strlen(name);
+  return n > sizeof ext - 1 && strcmp(name + n - (sizeof ext - 1), ext) == 0;
+}
+
 static int name_cmp(const void *a, const void *b)
 {
   return strcmp(*(char *const *)a, *(char *const *)b);
@@ -2263,7 +2274,7 @@ static int push_dir(const char *dir, char ***v, size_t *n, size_t *cap, char *er
     snprintf(err, errlen, "cannot read directory %s: %s", dir, strerror(e));
     return -e;
   }
-  size_t first = *n;
+  size_t first = *n, peaks = 0;
   int rc = 0;
   struct dirent *e;
   while (rc == 0 && (e = readdir(d)) != NULL) {
@@ -2271,6 +2282,10 @@ static int push_dir(const char *dir, char ***v, size_t *n, size_t *cap, char *er
     char *full;
     if (e->d_name[0] == '.' || temporary_name(e->d_name))
       continue;
+    if (peak_name(e->d_name)) {
+      peaks++;
+      continue;
+    }
     if (asprintf(&full, "%s/%s", dir, e->d_name) < 0) {
       rc = -ENOMEM;
     } else if (stat(full, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -2282,7 +2297,13 @@ static int push_dir(const char *dir, char ***v, size_t *n, size_t *cap, char *er
   closedir(d);
   if (rc == -ENOMEM)
     snprintf(err, errlen, "out of memory listing %s", dir);
-  else if (*n == first) {
+  else if (*n == first && peaks > 0) {
+    snprintf(err, errlen,
+             "%s: a directory of in-use-at-peak profiles only (NAME.peak.pb.gz), which a "
+             "directory leaves out; name the files instead",
+             dir);
+    rc = -ENOENT;
+  } else if (*n == first) {
     snprintf(err, errlen, "%s: a directory with no profile in it", dir);
     rc = -ENOENT;
   }
@@ -2384,6 +2405,28 @@ const char *culpert__profile_prop(const struct culpert__profile *p, const char *
     if (strcmp(p->props[i].key, key) == 0)
       return p->props[i].value;
   return NULL;
+}
+
+const char *culpert__profile_inuse_when(const struct culpert__profile *p, char *buf)
+{
+  const char *s = culpert__profile_prop(p, "culpert.inuse_at_peak");
+  snprintf(buf, CULPERT_INUSE_WHEN_MAX, "%s",
+           s == NULL ? "when the profile was written" : "at the in-use peak");
+  if (s == NULL)
+    return buf;
+  if (strchr(s, ',') != NULL) {
+    snprintf(buf, CULPERT_INUSE_WHEN_MAX, "at each process's in-use peak");
+    return buf;
+  }
+  char *end, when[32];
+  errno = 0;
+  long long ns = strtoll(s, &end, 10);
+  time_t t = (time_t)(ns / 1000000000);
+  struct tm tm;
+  if (errno == 0 && end != s && *end == '\0' && ns > 0 && gmtime_r(&t, &tm) &&
+      strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm))
+    snprintf(buf, CULPERT_INUSE_WHEN_MAX, "at the in-use peak, %s", when);
+  return buf;
 }
 
 int culpert__profile_peak_inuse(const struct culpert__profile *p, int64_t *bytes)

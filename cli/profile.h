@@ -197,4 +197,12 @@ const char *culpert__profile_prop(const struct culpert__profile *p, const char *
  * not a byte count. */
 int culpert__profile_peak_inuse(const struct culpert__profile *p, int64_t *bytes);
 
+/* When the in-use values were taken, as the end of a sentence ("In-use
+ * bytes were still allocated ..."): "when the profile was written", or, in
+ * the file CULPERT_PEAK writes (culpert.inuse_at_peak), "at the in-use
+ * peak, 2026-12-01 11:09:14 UTC" ("at each process's in-use peak" when
+ * merged from several). Returns buf. */
+enum { CULPERT_INUSE_WHEN_MAX = 64 };
+const char *culpert__profile_inuse_when(const struct culpert__profile *p, char *buf);
+
 #endif /* CULPERT_CLI_PROFILE_H */

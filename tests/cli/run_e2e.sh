@@ -100,6 +100,39 @@ for f in "$@"; do
   case "$line" in *" $tmp/multi/$f"*) ;; *) fail "six leak runs: $f missing from: $line" ;; esac
 done
 
+# 1c. --peak: beside the profile, k.peak.pb.gz holds the in-use values of
+#     the peak (build_index's 500 KiB, freed before the exit), and the run
+#     says how to see them; a directory leaves that file out.
+"$culpert" run --peak --rate 0 -o "$tmp/k.pb.gz" -- "$workload" peak >out 2>err
+rc=$?
+[ $rc -eq 0 ] || fail "run --peak exited $rc: $(cat err)"
+has out "where the in-use peak was held: culpert report --inuse $tmp/k.peak.pb.gz" ||
+  fail "run --peak: no line naming the peak profile: $(cat out)"
+"$culpert" report --inuse k.peak.pb.gz >out 2>err || fail "report of the peak profile: $(cat err)"
+grep -q '^build_index  *500\.00 KB  100\.00%  (self 500\.00 KB)$' out ||
+  fail "peak profile: build_index: $(cat out)"
+grep -q '^cache_fill  *0 B ' out || fail "peak profile: cache_fill: $(cat out)"
+grep -Eq '^  In-use bytes were still allocated at the in-use peak, 20[0-9-]+ [0-9:]+ UTC\.$' out ||
+  fail "peak profile: the header: $(cat out)"
+"$culpert" report --inuse k.pb.gz >out 2>err || fail "report of the profile: $(cat err)"
+grep -q '^cache_fill  *10\.00 KB  100\.00%' out || fail "profile at exit: cache_fill: $(cat out)"
+has out "In-use bytes were still allocated when the profile was written." ||
+  fail "profile at exit: the header: $(cat out)"
+"$culpert" info k.peak.pb.gz >out 2>err || fail "info of the peak profile: $(cat err)"
+grep -Eq '^In-use values: +at the in-use peak, 20[0-9-]+ [0-9:]+ UTC$' out ||
+  fail "info of the peak profile: $(cat out)"
+has out "culpert.inuse_at_peak" && fail "info lists culpert.inuse_at_peak again under Properties"
+mkdir kd kp && cp k.pb.gz k.peak.pb.gz kd/ && cp k.peak.pb.gz kp/
+"$culpert" report --inuse kd >out 2>err || fail "report of a directory with a peak profile: $(cat err)"
+"$culpert" report --inuse k.pb.gz >out2 2>&1
+cmp -s out out2 || fail "a directory read its peak profile too: $(diff out out2)"
+"$culpert" report kp >out 2>err
+[ $? -eq 2 ] && has err "kp: a directory of in-use-at-peak profiles only (NAME.peak.pb.gz)" ||
+  fail "a directory of peak profiles only: $(cat err)"
+"$culpert" run --rate 0 -o "$tmp/n.pb.gz" -- "$workload" peak >out 2>err
+[ ! -e n.peak.pb.gz ] || fail "a peak profile without --peak"
+has out "in-use peak" && fail "a run without --peak speaks of the peak: $(cat out)"
+
 # 2. The program's exit status passes through, report still printed.
 "$culpert" run --rate 4K -o b.pb.gz -- "$workload" 7 >out 2>err
 rc=$?

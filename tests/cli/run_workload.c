@@ -21,6 +21,9 @@
  *   run_workload plain      100 x 1 KiB outside every span, nothing else
  *   run_workload leak       keeps 10 x 10 KiB (span "cache_fill") to the
  *                           end, then allocates and frees 1 KiB 100 times
+ *   run_workload peak       holds 50 x 10 KiB at once (span "build_index"),
+ *                           frees them, then keeps 10 KiB (span
+ *                           "cache_fill") to the end
  *   run_workload launcher   allocates 10 x 100 bytes itself (span
  *                           "launch"), then a fork child runs the spans,
  *                           and the program exits normally: its own
@@ -144,6 +147,21 @@ int main(int argc, char **argv)
     culpert_span_exit();
     churn(100, 1024);
     return kept[9][0] = 0;
+  }
+  if (argc > 1 && strcmp(argv[1], "peak") == 0) {
+    static char *held[50], *kept;
+    culpert_span_enter("build_index");
+    for (int i = 0; i < 50; i++)
+      if ((held[i] = malloc(10240)) == NULL)
+        abort();
+    culpert_span_exit();
+    for (int i = 0; i < 50; i++)
+      free(held[i]);
+    culpert_span_enter("cache_fill");
+    if ((kept = malloc(10240)) == NULL)
+      abort();
+    culpert_span_exit();
+    return kept[0] = 0;
   }
   if (argc > 1 && strcmp(argv[1], "launcher") == 0) {
     culpert_span_enter("launch");
