@@ -355,16 +355,16 @@ int culpert__live_remove(const void *p, struct culpert__live *v);
 struct culpert__bucket;
 void culpert__live_add_inuse(struct culpert__bucket *b, size_t nb);
 
-/* culpert__live_keep_peak: from now on, keep a copy of the live samples
- * as they were at the highest in-use estimate (CULPERT_PEAK), within 1/64
- * of it. */
+/* culpert__live_keep_peak: from now on, keep the live samples of the
+ * highest in-use estimate (CULPERT_PEAK). */
 void culpert__live_keep_peak(void);
 
-/* culpert__live_add_peak: add that copy to the in-use totals of its
- * buckets in b[0..nb), as culpert__live_add_inuse does for the live table.
- * Returns when the copy was taken (ns since the epoch), 0 when there is
- * none. Takes the table's lock. */
-int64_t culpert__live_add_peak(struct culpert__bucket *b, size_t nb);
+/* culpert__live_add_peak: add the samples that were live at the highest
+ * in-use estimate to the in-use totals of their buckets in b[0..nb), as
+ * culpert__live_add_inuse does for those live now. Returns when that peak
+ * was reached (ns since the epoch; 0: no sample yet) and sets *lost to the
+ * samples left out for want of memory. Takes the table's lock. */
+int64_t culpert__live_add_peak(struct culpert__bucket *b, size_t nb, uint64_t *lost);
 
 /* culpert__live_peak_bytes: the highest in-use estimate (the live sampled
  * blocks' weighted bytes, what culpert__live_add_inuse sums) since

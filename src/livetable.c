@@ -53,7 +53,7 @@ _Static_assert(LINE_WORDS * sizeof(uint32_t) == 64, "a region's filter bits fill
 struct entry {
   uintptr_t ptr; /* 0 = empty */
   uint32_t bucket;
-  uint32_t unused;
+  uint32_t epoch; /* at_peak.epoch when inserted (CULPERT_PEAK) */
   uint64_t size;
   double weight;
 };
@@ -80,13 +80,12 @@ static struct table live; /* lock free, no slots */
 
 /*
  * CULPERT_PEAK: the live samples as they were when the in-use estimate was
- * at its highest. The insert that raises the estimate copies them (one
- * pass over the table, under the lock) when the estimate passes the last
- * copy's by more than a slack of N/65536 of it for N live samples, 1/64 at
- * most: about 45 000/N copies per doubling of the estimate while N is
- * below 1024, 45 above, and the copy is within 0.2% of the peak with 100
- * live samples, within 1/64 with any number. Off, it costs the insert one
- * predictable branch.
+ * at its highest, kept exactly and in constant time per operation. Each
+ * new highest value starts a new epoch; an entry records the epoch it was
+ * inserted in. So the samples live at the peak are the entries of an
+ * earlier epoch still in the table, and those removed since: a removal of
+ * an earlier epoch's entry appends it to `gone`, which a new peak empties.
+ * `gone` never holds more than the entries live at the peak.
  */
 struct held {
   uint32_t bucket;
@@ -96,10 +95,11 @@ struct held {
 
 static struct {
   int on;
-  struct held *v; /* mmap'd, cap entries */
+  uint32_t epoch;
+  struct held *gone; /* mmap'd, cap entries */
   size_t n, cap;
-  double bytes;  /* the in-use estimate when copied */
-  int64_t nanos; /* and when (CLOCK_REALTIME) */
+  uint64_t lost; /* removals `gone` could not grow for */
+  int64_t nanos; /* when the peak was reached (CLOCK_REALTIME), 0: never */
 } at_peak;
 
 static uint64_t mix(uint64_t v)
@@ -238,40 +238,41 @@ static int grow(void)
   return 0;
 }
 
-/* How far the in-use estimate may pass the copy's before it is taken
- * again (lock held). */
-static double peak_slack(void)
+/* A new highest in-use estimate (lock held): what is live now is the
+ * peak. */
+static void peak_reached(void)
 {
-  size_t n = live.used < 1024 ? live.used : 1024;
-  return at_peak.bytes * (double)n / 65536.0;
-}
-
-/* Copy the live samples to at_peak (lock held). When the copy cannot
- * grow, the last one stays: a peak slightly lower than the true one. */
-static void peak_copy(void)
-{
-  if (at_peak.cap < live.used) {
-    size_t ncap = live.used * 2 > 256 ? live.used * 2 : 256;
-    struct held *nv =
-        mmap(NULL, ncap * sizeof *nv, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (nv == MAP_FAILED)
-      return;
-    if (at_peak.v != NULL)
-      munmap(at_peak.v, at_peak.cap * sizeof *at_peak.v);
-    at_peak.v = nv;
-    at_peak.cap = ncap;
-  }
-  size_t n = 0;
-  for (size_t i = 0; i < live.capacity; i++) {
-    const struct entry *e = &live.slots[i];
-    if (e->ptr != 0)
-      at_peak.v[n++] = (struct held){.bucket = e->bucket, .size = e->size, .weight = e->weight};
-  }
-  at_peak.n = n;
-  at_peak.bytes = live.inuse_bytes;
+  at_peak.epoch++;
+  at_peak.n = 0;
+  at_peak.lost = 0;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   at_peak.nanos = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Entry e leaves the table (lock held): if it was live at the peak, the
+ * peak keeps it in `gone`. */
+static void peak_forget(const struct entry *e)
+{
+  if (!at_peak.on || e->epoch == at_peak.epoch)
+    return;
+  if (at_peak.n == at_peak.cap) {
+    size_t ncap = at_peak.cap ? at_peak.cap * 2 : 256;
+    struct held *nv =
+        mmap(NULL, ncap * sizeof *nv, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (nv == MAP_FAILED) {
+      at_peak.lost++;
+      return;
+    }
+    if (at_peak.gone != NULL) {
+      memcpy(nv, at_peak.gone, at_peak.n * sizeof *nv);
+      munmap(at_peak.gone, at_peak.cap * sizeof *at_peak.gone);
+    }
+    at_peak.gone = nv;
+    at_peak.cap = ncap;
+  }
+  at_peak.gone[at_peak.n++] =
+      (struct held){.bucket = e->bucket, .size = e->size, .weight = e->weight};
 }
 
 void culpert__live_prefetch(const void *p)
@@ -299,15 +300,18 @@ int culpert__live_insert(const void *p, const struct culpert__live *v)
     filter_set(g);
   } else {
     live.inuse_bytes -= e->weight * (double)e->size; /* freed where culpert did not see it */
+    peak_forget(e);
   }
   e->bucket = v->bucket;
+  e->epoch = at_peak.epoch;
   e->size = v->size;
   e->weight = v->weight;
   live.inuse_bytes += v->weight * (double)v->size;
-  if (live.inuse_bytes > live.peak_bytes)
+  if (live.inuse_bytes > live.peak_bytes) {
     live.peak_bytes = live.inuse_bytes;
-  if (at_peak.on && live.inuse_bytes > at_peak.bytes + peak_slack())
-    peak_copy();
+    if (at_peak.on)
+      peak_reached();
+  }
 out:
   culpert__unlock(&live.lock);
   return rc;
@@ -348,6 +352,7 @@ int culpert__live_remove(const void *p, struct culpert__live *v)
   v->weight = e->weight;
   live.inuse_bytes -= e->weight * (double)e->size;
   found = 1;
+  peak_forget(e);
   delete_entry(e);
 out:
   culpert__unlock(&live.lock);
@@ -374,17 +379,25 @@ void culpert__live_keep_peak(void)
   culpert__unlock(&live.lock);
 }
 
-int64_t culpert__live_add_peak(struct culpert__bucket *b, size_t nb)
+int64_t culpert__live_add_peak(struct culpert__bucket *b, size_t nb, uint64_t *lost)
 {
   culpert__lock(&live.lock);
+  for (size_t i = 0; i < live.capacity; i++) {
+    const struct entry *e = &live.slots[i];
+    if (e->ptr == 0 || e->epoch == at_peak.epoch || e->bucket >= nb)
+      continue;
+    b[e->bucket].inuse_objects += e->weight;
+    b[e->bucket].inuse_bytes += e->weight * (double)e->size;
+  }
   for (size_t i = 0; i < at_peak.n; i++) {
-    const struct held *h = &at_peak.v[i];
+    const struct held *h = &at_peak.gone[i];
     if (h->bucket >= nb)
       continue;
     b[h->bucket].inuse_objects += h->weight;
     b[h->bucket].inuse_bytes += h->weight * (double)h->size;
   }
-  int64_t nanos = at_peak.n > 0 ? at_peak.nanos : 0;
+  int64_t nanos = at_peak.nanos;
+  *lost = at_peak.lost;
   culpert__unlock(&live.lock);
   return nanos;
 }
@@ -415,8 +428,10 @@ void culpert__live_reset(void)
   }
   live.used = 0;
   live.inuse_bytes = live.peak_bytes = 0;
+  at_peak.epoch++;
   at_peak.n = 0;
-  at_peak.bytes = 0;
+  at_peak.lost = 0;
+  at_peak.nanos = 0;
 }
 
 /* Fork and snapshots. */

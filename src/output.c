@@ -446,8 +446,9 @@ static void span_map_free(uint32_t *map)
 }
 
 /* The profile as culpert__output_profile describes it; with at_peak, the
- * in-use values are those of CULPERT_PEAK's copy instead of the live
- * table's, and a comment says when that copy was taken. */
+ * in-use values are those of the samples live at the in-use peak
+ * (CULPERT_PEAK) instead of those live now, and a comment says when the
+ * peak was reached. */
 static int encode_profile(unsigned char **out, size_t *len, uint64_t *nsamples, int at_peak)
 {
   struct culpert__bucket *b = NULL;
@@ -457,7 +458,7 @@ static int encode_profile(unsigned char **out, size_t *len, uint64_t *nsamples, 
   uint32_t *map = NULL;
   size_t nips = 0;
   int rc;
-  enum { NCOMMENT = 13 };
+  enum { NCOMMENT = 14 };
   char cbuf[NCOMMENT][320]; /* room for culpert.exe= and a 255-byte name */
   const char *comments[NCOMMENT + CULPERT__MAX_META];
   size_t nc = 0;
@@ -471,8 +472,9 @@ static int encode_profile(unsigned char **out, size_t *len, uint64_t *nsamples, 
   if (nb < 0)
     return (int)nb;
   int64_t peak_nanos = 0;
+  uint64_t peak_lost = 0;
   if (at_peak)
-    peak_nanos = culpert__live_add_peak(b, (size_t)nb);
+    peak_nanos = culpert__live_add_peak(b, (size_t)nb, &peak_lost);
   else
     culpert__live_add_inuse(b, (size_t)nb);
   ws = calloc((size_t)nb + 1, sizeof *ws);
@@ -512,6 +514,9 @@ static int encode_profile(unsigned char **out, size_t *len, uint64_t *nsamples, 
            peak > inuse ? peak : inuse);
   if (at_peak)
     snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.inuse_at_peak=%lld", (long long)peak_nanos);
+  if (peak_lost != 0)
+    snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.inuse_at_peak_lost=%llu",
+             (unsigned long long)peak_lost);
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.pid=%ld", pid != 0 ? pid : (long)getpid());
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.exe=%s", exe_name);
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.span_overflow=%llu",

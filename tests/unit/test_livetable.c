@@ -272,54 +272,75 @@ static void test_livetable_peak(void **state)
   assert_true(culpert__live_peak_bytes() == 0);
 }
 
-/* CULPERT_PEAK's copy: the live samples of the highest in-use estimate,
- * taken again only when the estimate passes the copy's by more than its
- * slack (here, with 2 live samples, 2/65536 of it). */
-static void sum_peak(struct culpert__bucket *b, size_t nb)
+/* CULPERT_PEAK: the samples live at the highest in-use estimate, exactly,
+ * whatever was freed or re-inserted since. */
+static int64_t sum_peak(struct culpert__bucket *b, size_t nb)
 {
+  uint64_t lost = 1;
   for (size_t i = 0; i < nb; i++)
     b[i] = (struct culpert__bucket){0};
-  culpert__live_add_peak(b, nb);
+  int64_t when = culpert__live_add_peak(b, nb, &lost);
+  assert_int_equal(lost, 0);
+  return when;
 }
 
-static void test_livetable_peak_copy(void **state)
+static void test_livetable_peak_samples(void **state)
 {
   (void)state;
   struct culpert__bucket b[3];
   struct culpert__live got;
   culpert__live_reset();
   culpert__live_keep_peak();
-  assert_int_equal(culpert__live_add_peak(b, 3), 0); /* no copy yet */
+  assert_int_equal(sum_peak(b, 3), 0); /* no peak yet */
   struct culpert__live a = {0, 1000, 1.0}, big = {1, 50000, 2.0}, mid = {2, 50000, 1.0};
   assert_int_equal(culpert__live_insert(fake(201), &a), 0);
   assert_int_equal(culpert__live_insert(fake(202), &big), 0); /* 101000: the peak */
   assert_true(culpert__live_remove(fake(202), &got));
   assert_int_equal(culpert__live_insert(fake(203), &mid), 0); /* 51000 */
-  sum_peak(b, 3);
+  assert_true(culpert__live_remove(fake(201), &got));         /* 50000 */
+  assert_true(sum_peak(b, 3) > 0);
   assert_true(b[0].inuse_bytes == 1000 && b[0].inuse_objects == 1);
   assert_true(b[1].inuse_bytes == 100000 && b[1].inuse_objects == 2);
-  assert_true(b[2].inuse_bytes == 0);
-  assert_true(culpert__live_add_peak(b, 3) > 0);
+  assert_true(b[2].inuse_bytes == 0); /* after the peak */
 
-  /* 103000 passes 101000: copied. */
-  struct culpert__live higher = {2, 102000, 1.0}, barely = {1, 3, 1.0};
-  assert_true(culpert__live_remove(fake(203), &got));
+  /* 50000 + 51001 passes 101000 by one byte: the new peak. */
+  struct culpert__live higher = {1, 51001, 1.0};
   assert_int_equal(culpert__live_insert(fake(204), &higher), 0);
-  /* 103003 is within 103000's slack (3.1 bytes): the copy stays. */
-  assert_int_equal(culpert__live_insert(fake(205), &barely), 0);
-  assert_true(culpert__live_peak_bytes() == 103003);
-  assert_true(culpert__live_remove(fake(204), &got));
+  assert_true(culpert__live_peak_bytes() == 101001);
+  assert_true(culpert__live_remove(fake(203), &got));
   sum_peak(b, 3);
-  assert_true(b[1].inuse_bytes == 0);
-  assert_true(b[2].inuse_bytes == 102000);
+  assert_true(b[0].inuse_bytes == 0);
+  assert_true(b[1].inuse_bytes == 51001 && b[1].inuse_objects == 1);
+  assert_true(b[2].inuse_bytes == 50000);
+  b[2].inuse_bytes = -1;
   sum_peak(b, 2); /* bucket 2 is beyond nb: left out */
-  assert_true(b[0].inuse_bytes == 1000);
-  assert_true(b[1].inuse_bytes == 0);
-  assert_true(culpert__live_remove(fake(205), &got));
-  assert_true(culpert__live_remove(fake(201), &got));
+  assert_true(b[1].inuse_bytes == 51001);
+  assert_true(b[2].inuse_bytes == -1);
 
+  /* A pointer inserted again (freed where culpert did not see it): the
+   * peak keeps what it was. */
+  struct culpert__live again = {0, 10, 1.0};
+  assert_int_equal(culpert__live_insert(fake(204), &again), 0);
+  sum_peak(b, 3);
+  assert_true(b[1].inuse_bytes == 51001);
+  assert_true(b[0].inuse_bytes == 0);
+  assert_true(culpert__live_remove(fake(204), &got));
+
+  /* Many samples freed after the peak ("gone" grows past its first 256). */
   culpert__live_reset(); /* a fork child starts again */
-  assert_int_equal(culpert__live_add_peak(b, 3), 0);
+  assert_int_equal(sum_peak(b, 3), 0);
+  struct culpert__live one = {2, 100, 1.0};
+  for (uintptr_t i = 0; i < 1000; i++)
+    assert_int_equal(culpert__live_insert(fake(300 + i), &one), 0);
+  for (uintptr_t i = 0; i < 1000; i++)
+    assert_true(culpert__live_remove(fake(300 + i), &got));
+  struct culpert__live small = {0, 50, 1.0};
+  assert_int_equal(culpert__live_insert(fake(2000), &small), 0);
+  sum_peak(b, 3);
+  assert_true(b[2].inuse_bytes == 100000 && b[2].inuse_objects == 1000);
+  assert_true(b[0].inuse_bytes == 0);
+  assert_true(culpert__live_remove(fake(2000), &got));
+  culpert__live_reset();
 }
 
 static void test_livetable_threads(void **state)
@@ -366,7 +387,7 @@ int main(void)
       cmocka_unit_test(test_livetable_summary_regions),
       cmocka_unit_test(test_livetable_reset_forgets),
       cmocka_unit_test(test_livetable_peak),
-      cmocka_unit_test(test_livetable_peak_copy),
+      cmocka_unit_test(test_livetable_peak_samples),
       cmocka_unit_test(test_livetable_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
