@@ -803,16 +803,23 @@ static int finish_output(const char *path, FILE *out, char *tmp, bool ok)
 
 /* ---- the command -------------------------------------------------------- */
 
-static const char *weight_label(const struct options *o)
+/* What the widths measure; in-use values of the file CULPERT_PEAK writes
+ * are those of the in-use peak. */
+static const char *weight_label(const struct options *o, const struct culpert__profile *p)
 {
+  bool peak = o->inuse && culpert__profile_prop(p, "culpert.inuse_at_peak") != NULL;
   switch (o->weight) {
   case WEIGHT_SAMPLES:
     return "raw samples";
   case WEIGHT_OBJECTS:
-    return o->inuse ? "in-use objects (estimated)" : "allocated objects (estimated)";
+    return peak       ? "objects in use at the in-use peak (estimated)"
+           : o->inuse ? "in-use objects (estimated)"
+                      : "allocated objects (estimated)";
   case WEIGHT_BYTES:
   default:
-    return o->inuse ? "in-use bytes (estimated)" : "allocated bytes (estimated)";
+    return peak       ? "bytes in use at the in-use peak (estimated)"
+           : o->inuse ? "in-use bytes (estimated)"
+                      : "allocated bytes (estimated)";
   }
 }
 
@@ -899,7 +906,7 @@ int culpert__cmd_flamegraph(int argc, char **argv)
     if (!subtitle) {
       rc = -ENOMEM;
     } else {
-      snprintf(subtitle, n, "%s \xC2\xB7 sample rate %s%s%s%s \xC2\xB7 %s%s%s", weight_label(&o),
+      snprintf(subtitle, n, "%s \xC2\xB7 sample rate %s%s%s%s \xC2\xB7 %s%s%s", weight_label(&o, p),
                culpert__fmt_merged_rate(rate, p->rate, p->nparts, p->mixed_rates),
                o.span ? " \xC2\xB7 span \xE2\x80\x9C" : "", o.span ? o.span : "",
                o.span ? "\xE2\x80\x9D" : "", p->path, base ? " against " : "",
