@@ -51,7 +51,7 @@ const char *culpert__fmt_rate(char buf[CULPERT_FMT_MAX], int64_t rate)
     snprintf(buf, CULPERT_FMT_MAX, "every allocation");
     return buf;
   }
-  snprintf(buf, CULPERT_FMT_MAX, "%s/alloc", culpert__fmt_bytes(b, rate));
+  snprintf(buf, CULPERT_FMT_MAX, "%.40s/alloc", culpert__fmt_bytes(b, rate));
   return buf;
 }
 

@@ -681,10 +681,13 @@ static int decode_failed(struct builder *b, const char *where)
 /* Resolve string index `idx` into *s, or fail naming `what`. */
 static int str_at(struct builder *b, int64_t idx, const char **s, const char *what)
 {
-  if (idx < 0 || (uint64_t)idx >= b->nstrings)
-    return fail(b->err, b->errlen, b->name, -EINVAL,
-                "%s refers to string %" PRId64 ", but the string table has %zu entries", what, idx,
-                b->nstrings);
+  *s = NULL;
+  if (idx < 0 || (uint64_t)idx >= b->nstrings) {
+    fail(b->err, b->errlen, b->name, -EINVAL,
+         "%s refers to string %" PRId64 ", but the string table has %zu entries", what, idx,
+         b->nstrings);
+    return -EINVAL; /* stated here too: the compiler then sees *s is set when 0 is */
+  }
   *s = b->strings[idx];
   return 0;
 }

@@ -6,7 +6,8 @@
 # (collector, writer, CLI, diff, flame graph, archive CLI and worker), then
 # rebuilds with ASan+UBSan on the CLI and the test programs (never on
 # libculpert.so, which runs inside other programs) and runs every test that
-# does not preload libculpert again.
+# does not preload libculpert again, and last builds the Release
+# configuration with -Werror (compile only).
 #   tests/run.sh              everything
 #   tests/run.sh -R REGEX     only the ctest entries matching REGEX
 set -euo pipefail
@@ -35,4 +36,8 @@ if [[ $# -eq 0 ]]; then
   ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 600 \
     -R '^(cli_|unit_|writer\.|diff_|flamegraph_|mkprofile_|archive_(unit|validation|http|local)$)'
 
+  echo "== release build (-O3 -Werror: warnings only the optimiser finds)"
+  cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCULPERT_WERROR=ON \
+    -DCULPERT_BUILD_TESTS=OFF >/dev/null
+  cmake --build build-release -j"$jobs"
 fi
