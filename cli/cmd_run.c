@@ -99,6 +99,21 @@ static bool readable(const char *path)
   return access(path, R_OK) == 0;
 }
 
+/* The loader splits LD_PRELOAD at spaces and colons, with no way to quote
+ * them: a library whose path holds one cannot be preloaded. */
+static bool preloadable(const char *path)
+{
+  return strpbrk(path, " :\t\n") == NULL;
+}
+
+static int not_preloadable(const char *path)
+{
+  culpert__error("%s cannot be preloaded: its path holds a space or ':', which LD_PRELOAD cannot "
+                 "carry; set CULPERT_LIB to a path without them (a symbolic link to it, say)",
+                 path);
+  return -EINVAL;
+}
+
 /*
  * Find libculpert.so: $CULPERT_LIB if set (it must exist), else relative to
  * the real path of this executable: ../lib and ../lib64 (an install; also
@@ -112,6 +127,8 @@ static int find_lib(char *out, size_t len)
       culpert__error("CULPERT_LIB=%s: %s", env, strerror(errno));
       return -ENOENT;
     }
+    if (!preloadable(env))
+      return not_preloadable(env);
     snprintf(out, len, "%s", env);
     return 0;
   }
@@ -145,9 +162,9 @@ static int find_lib(char *out, size_t len)
     int m = snprintf(out, len, "%s/%s", self, rel[i]);
     if (m > 0 && (size_t)m < len && readable(out)) {
       char real[PATH_MAX];
-      if (realpath(out, real))
+      if (realpath(out, real) && preloadable(real))
         snprintf(out, len, "%s", real);
-      return 0;
+      return preloadable(out) ? 0 : not_preloadable(out);
     }
   }
   culpert__error("cannot find " LIB_NAME " next to %s (looked in ../lib, ../lib64 and ../src); "

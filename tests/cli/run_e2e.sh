@@ -401,6 +401,14 @@ CULPERT_LIB=$tmp/nope.so "$culpert" run -- "$workload" >out 2>err
 rc=$?
 [ $rc -eq 2 ] || fail "bad CULPERT_LIB: exit $rc, want 2"
 has err "culpert: error: CULPERT_LIB=$tmp/nope.so: No such file or directory" || fail "bad CULPERT_LIB message: $(cat err)"
+# ... or to a path the loader would split (at a space or a colon): refused
+# before PROGRAM runs unprofiled.
+mkdir "$tmp/sp ace" && ln -s "$(dirname "$culpert")/../src/libculpert.so" "$tmp/sp ace/libculpert.so"
+CULPERT_LIB="$tmp/sp ace/libculpert.so" "$culpert" run -- "$workload" >out 2>err
+rc=$?
+[ $rc -eq 2 ] && [ ! -s out ] || fail "CULPERT_LIB with a space: exit $rc, want 2, and no run: $(cat out)"
+has err "culpert: error: $tmp/sp ace/libculpert.so cannot be preloaded: its path holds a space or ':'" ||
+  fail "CULPERT_LIB with a space: $(cat err)"
 
 if [ $failures -ne 0 ]; then
   echo "$failures run check(s) failed"
