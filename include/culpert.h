@@ -10,8 +10,11 @@
  * spans and to write profiles on demand.
  *
  * Works with or without linking:
- *   - Link with -lculpert (or `pkg-config --libs culpert`, or the CMake target
- *     culpert::culpert) and the calls go to the library.
+ *   - Link with `pkg-config --libs culpert` or the CMake target
+ *     culpert::culpert and the calls go to the library. A bare -lculpert
+ *     under the linker's --as-needed (Debian's default) is dropped when the
+ *     program reaches the library only through these weak references:
+ *     write -Wl,--push-state,--no-as-needed -lculpert -Wl,--pop-state.
  *   - Compile against this header only, without -lculpert: every function is
  *     declared weak, and the macros below call it only when it is present, so
  *     the program links and runs normally with every call doing nothing. Run
