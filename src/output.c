@@ -671,10 +671,16 @@ out:
   return rc;
 }
 
+/* Set by culpert__output_at_exit, under write_lock, once the exit profile
+ * is written (or found needless): the process ends at any moment, and
+ * would cut off half way a write that began after it, leaving its
+ * temporary file behind. */
+static atomic_int exit_done;
+
 int culpert__output_write_file(const char *path)
 {
   write_lock_take();
-  int rc = write_file(path, PROFILE, OK_SAY, 1);
+  int rc = atomic_load(&exit_done) ? -EAGAIN : write_file(path, PROFILE, OK_SAY, 1);
   write_lock_release();
   return rc;
 }
@@ -746,27 +752,28 @@ void culpert__output_at_exit(void)
     return; /* already written (a second destructor run) */
   t->guard++;
   int saved = errno;
+  /* An ending signal must not end the program half way through: on this
+   * thread it waits (blocked) until the file is written, on another the
+   * handler waits for exit_writer. */
+  sigset_t ending, old;
+  sigemptyset(&ending);
+  for (int i = 0; i < N_ENDING; i++)
+    sigaddset(&ending, ending_signals[i]);
+  pthread_sigmask(SIG_BLOCK, &ending, &old);
+  atomic_store(&exit_writer, (int)gettid());
+  write_lock_take(); /* after a write in progress; none begins after (exit_done) */
   if (nothing_to_write()) {
     /* no file */
   } else if (exit_path(path, sizeof path) != 0) {
     culpert__say("CULPERT_OUTPUT expands to a path longer than %u bytes; no profile written",
                  CULPERT__PATH_MAX);
   } else {
-    /* An ending signal must not end the program half way through: on this
-     * thread it waits (blocked) until the file is written, on another the
-     * handler waits for exit_writer. */
-    sigset_t ending, old;
-    sigemptyset(&ending);
-    for (int i = 0; i < N_ENDING; i++)
-      sigaddset(&ending, ending_signals[i]);
-    pthread_sigmask(SIG_BLOCK, &ending, &old);
-    atomic_store(&exit_writer, (int)gettid());
-    write_lock_take(); /* after a periodic write in progress */
     write_exit_files(path, OK_SAY, 1);
-    write_lock_release();
-    atomic_store(&exit_writer, 0);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
   }
+  atomic_store(&exit_done, 1);
+  write_lock_release();
+  atomic_store(&exit_writer, 0);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   errno = saved;
   t->guard--;
 }

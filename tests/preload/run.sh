@@ -176,6 +176,22 @@ exit_race)
     done
   done
   ;;
+snapshot_during_exit)
+  # exit() while a thread keeps calling culpert_snapshot_write: no write
+  # begins after the exit profile, since the process ends at any moment
+  # and would cut it off (its temporary file was left behind). The flush
+  # of stdout into a pipe read only after a second keeps the process
+  # alive after culpert's handler, so such a write would have time to end.
+  CULPERT_QUIET=1 CULPERT_SAMPLE_RATE=4K CULPERT_OUTPUT="$work/x.pb.gz" \
+    run_pre "$BIN/wl_exit_race" --snapshots "$work" 2>err | { sleep 1; tail -n 1 >out; }
+  rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || fail "exit status $rc: $(cat err)"
+  expect_line "$(cat out)" '^exiting$' "wl_exit_race --snapshots"
+  profile x.pb.gz >/dev/null
+  later=$(find . -name 'snap.*' -newer x.pb.gz | wc -l)
+  [ "$later" -eq 0 ] || fail "$later snapshots written after the exit profile"
+  ls ./*.tmp.* >/dev/null 2>&1 && fail "temporary files left: $(ls ./*.tmp.*)"
+  ;;
 small_stack)
   # Threads with 16 KiB stacks, 6 KiB of it in use at their first
   # allocations and samples: the program has room without culpert, and

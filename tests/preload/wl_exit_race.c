@@ -3,10 +3,17 @@
  * wl_exit_race: the main thread exits while four threads keep allocating,
  * freeing, opening spans and starting short-lived threads. The process
  * must exit cleanly with status 0 and leave a readable profile.
+ *
+ * wl_exit_race --snapshots DIR: besides, a fifth thread calls
+ * culpert_snapshot_write(DIR/snap.N.pb.gz) in a loop, N counting up, and
+ * 256 KiB wait in stdout's buffer at exit, which exit() flushes after
+ * culpert's handler: with stdout a pipe read late, the process lives on
+ * for a while after its exit profile is written.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "culpert.h"
 
@@ -34,16 +41,38 @@ static void *spin(void *arg)
   return NULL;
 }
 
-int main(void)
+static void *snapshots(void *arg)
 {
-  pthread_t t[4];
+  const char *dir = arg;
+  for (unsigned n = 0;; n = (n + 1) % 1000) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/snap.%u.pb.gz", dir, n);
+    culpert_snapshot_write(path);
+  }
+  return NULL;
+}
+
+int main(int argc, char **argv)
+{
+  pthread_t t[5];
   for (int i = 0; i < 4; i++)
     if (pthread_create(&t[i], NULL, spin, NULL) != 0)
       return 1;
+  if (argc > 2 && strcmp(argv[1], "--snapshots") == 0) {
+    static char buf[1 << 20], line[257];
+    memset(line, 'x', sizeof line - 1);
+    line[sizeof line - 2] = '\n';
+    setvbuf(stdout, buf, _IOFBF, sizeof buf);
+    for (int i = 0; i < 1024; i++)
+      fputs(line, stdout);
+    if (pthread_create(&t[4], NULL, snapshots, argv[2]) != 0)
+      return 1;
+  }
   /* some work of our own, then exit with the threads still running */
   for (int i = 0; i < 20000; i++)
     free(malloc((size_t)(i % 100 + 1) * 16));
   printf("exiting\n");
-  fflush(stdout);
+  if (argc < 2)
+    fflush(stdout);
   exit(0);
 }
