@@ -96,8 +96,11 @@ CULPERT__DECL void culpert_span_enter_child_of(const char *name, uint64_t parent
  * culpert_snapshot_write: write a profile of everything recorded since the
  * process started to `path` (gzipped pprof). Snapshots are cumulative and
  * never reset anything: a later snapshot contains at least what an earlier
- * one did. Returns 0, or a negative errno (-ENOSYS when libculpert is not
- * loaded, -EAGAIN when sampling was stopped by an internal failure).
+ * one did. Another file being written at that moment (the exit profile, a
+ * CULPERT_INTERVAL rewrite, another snapshot) is waited for first. Returns
+ * 0, or a negative errno (-ENOSYS when libculpert is not loaded, -EAGAIN
+ * when sampling was stopped by an internal failure, or once the exit
+ * profile has been written: no file is begun after it).
  */
 CULPERT__DECL int culpert_snapshot_write(const char *path);
 
@@ -105,7 +108,8 @@ CULPERT__DECL int culpert_snapshot_write(const char *path);
  * culpert_snapshot: like culpert_snapshot_write(), but returns the gzipped
  * profile in a buffer: on success *out points to *len bytes that the caller
  * releases with free(), and the result is 0. On failure returns a negative
- * errno and leaves *out NULL and *len 0.
+ * errno and leaves *out NULL and *len 0. It may wait briefly for a file
+ * being written, since encoding shares that file's lock.
  */
 CULPERT__DECL int culpert_snapshot(unsigned char **out, size_t *len);
 

@@ -85,9 +85,6 @@ static atomic_int partial_set;
 /* The signals CULPERT_WRITE_ON_SIGNAL catches (below). */
 static const int ending_signals[] = {SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGABRT};
 #define N_ENDING ((int)(sizeof ending_signals / sizeof ending_signals[0]))
-/* The thread writing the exit profile (0: none): an ending signal handled
- * on another thread waits for it instead of ending the program half way. */
-static atomic_int exit_writer;
 static long pid;
 /* Not the first process of the run: a fork child, or a program started
  * below the one that first loaded culpert (CULPERT_ROOT_PID). Its file
@@ -247,7 +244,6 @@ static void reinit_locks(void)
   pthread_mutex_init(&write_lock, NULL);
   atomic_store(&write_owner, 0);
   atomic_store(&partial_set, 0);
-  atomic_store(&exit_writer, 0);
   culpert__live_reinit_lock();
   culpert__record_reinit_lock();
   culpert__stack_reinit_lock();
@@ -746,23 +742,26 @@ void culpert__output_at_exit(void)
   struct culpert__thread *t = &culpert__tls;
   if (!atomic_load(&culpert__ready) || culpert__sampler_failed())
     return;
-  /* Stop first: every thread still running gets pass-through service while
-   * the profile is written. */
-  if (!atomic_exchange(&culpert__running, 0))
-    return; /* already written (a second destructor run) */
   t->guard++;
   int saved = errno;
   /* An ending signal must not end the program half way through: on this
-   * thread it waits (blocked) until the file is written, on another the
-   * handler waits for exit_writer. */
+   * thread it waits (blocked) until the file is written, on another its
+   * handler waits for write_lock. */
   sigset_t ending, old;
   sigemptyset(&ending);
   for (int i = 0; i < N_ENDING; i++)
     sigaddset(&ending, ending_signals[i]);
   pthread_sigmask(SIG_BLOCK, &ending, &old);
-  atomic_store(&exit_writer, (int)gettid());
-  write_lock_take(); /* after a write in progress; none begins after (exit_done) */
-  if (nothing_to_write()) {
+  /* After a write in progress; none begins after (exit_done). Sampling
+   * stops only once the lock is held: an ending signal's handler or an
+   * _exit that holds it has a forked copy write the exit profile, which
+   * needs sampling on, then ends the process itself. */
+  write_lock_take();
+  /* Stop: every thread still running gets pass-through service while the
+   * profile is written. */
+  if (!atomic_exchange(&culpert__running, 0)) {
+    /* already written (a second destructor run) */
+  } else if (nothing_to_write()) {
     /* no file */
   } else if (exit_path(path, sizeof path) != 0) {
     culpert__say("CULPERT_OUTPUT expands to a path longer than %u bytes; no profile written",
@@ -772,7 +771,6 @@ void culpert__output_at_exit(void)
   }
   atomic_store(&exit_done, 1);
   write_lock_release();
-  atomic_store(&exit_writer, 0);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   errno = saved;
   t->guard--;
@@ -1135,31 +1133,32 @@ static void on_ending_signal(int sig)
   int saved = errno;
   int none = 0;
   int64_t now = monotonic_seconds();
-  if (atomic_compare_exchange_strong(&caught, &none, sig)) {
-    atomic_store(&caught_at, now);
-    write_from_child(NULL);
-  } else if (atomic_load(&caught_at) == 0 || now - atomic_load(&caught_at) < 2) {
+  int first = atomic_compare_exchange_strong(&caught, &none, sig);
+  if (!first && (atomic_load(&caught_at) == 0 || now - atomic_load(&caught_at) < 2)) {
     /* The same signal sent twice at once (to the process and to its
      * group) counts once: the first is being handled on another thread. */
     errno = saved;
     return;
   }
-  /* The exit profile being written on another thread is waited for (the
-   * writing thread blocks these signals), so the signal does not end the
-   * program half way through it. */
-  int writer = atomic_load(&exit_writer);
-  for (int64_t until = now + WRITER_SECONDS + 1;
-       writer != 0 && writer != (int)gettid() && monotonic_seconds() < until;
-       writer = atomic_load(&exit_writer)) {
-    struct timespec tick = {0, 5 * 1000 * 1000};
-    nanosleep(&tick, NULL);
-  }
-  /* Then no other write may be in progress: one on another thread is
-   * waited for (its file is then whole), and none starts after; one that
-   * this thread interrupted cannot finish, so its file goes. */
+  if (first)
+    atomic_store(&caught_at, now);
+  /* No other write may be in progress when the signal ends the program:
+   * one on another thread is waited for (its file is then whole; the exit
+   * profile's too, whose thread blocks these signals), and the lock is
+   * kept, so that none begins after. The program's own exit, which takes
+   * it, then cannot write a profile of its own and end the program while
+   * the copy below writes, leaving the copy to replace that file after the
+   * process is gone. A thread interrupted inside culpert may hold a table
+   * that the write it would wait for needs: it has its copy write first. A
+   * write that this thread interrupted cannot finish, and its file goes. */
+  int inside = culpert__tls.guard != 0;
+  if (first && inside)
+    write_from_child(NULL);
   if (atomic_load(&write_owner) != (int)gettid()) {
     (void)write_lock_wait();
   }
+  if (first && !inside)
+    write_from_child(NULL);
   if (atomic_load(&partial_set))
     unlink(partial);
   /* The default action: the signal is blocked while this handler runs, so

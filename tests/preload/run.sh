@@ -238,6 +238,29 @@ signal_during_exit_write)
     ls x.pb.gz.tmp.* >/dev/null 2>&1 && fail "run $i: temporary file left: $(ls)"
   done
   ;;
+signal_before_exit)
+  # CULPERT_WRITE_ON_SIGNAL=1 and SIGTERM just before the program exits:
+  # the signal's handler holds the write lock while its forked copy
+  # writes the exit profile, so the program's own exit waits instead of
+  # ending the process with that copy still writing (it then replaced
+  # the profile, and left its temporary file, after the process was gone).
+  for i in 1 2 3 4 5 6 7 8; do
+    rm -f x.pb.gz x.pb.gz.tmp.*
+    CULPERT_QUIET=1 CULPERT_SAMPLE_RATE=0 CULPERT_WRITE_ON_SIGNAL=1 CULPERT_OUTPUT="$work/x.pb.gz" \
+      run_pre "$BIN/wl_exit_race" --signal-first >o 2>err
+    rc=$?
+    [ $rc -eq 0 ] || [ $rc -eq 143 ] || fail "run $i: exit status $rc: $(cat err)"
+    if [ ! -f x.pb.gz ]; then
+      fail "run $i: no exit profile"
+      continue
+    fi
+    ended=$(cksum <x.pb.gz)
+    ls x.pb.gz.tmp.* >/dev/null 2>&1 && fail "run $i: temporary file left: $(ls x.pb.gz.tmp.*)"
+    sleep 0.3
+    [ "$(cksum <x.pb.gz)" = "$ended" ] || fail "run $i: the profile changed after the program ended"
+    profile x.pb.gz >/dev/null
+  done
+  ;;
 bad_frame_pointers)
   out=$(CULPERT_STACK=fp CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/bf.pb.gz" \
     run_pre "$BIN/wl_badfp" 2>err) || fail "wl_badfp failed: $(cat err)"

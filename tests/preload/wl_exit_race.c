@@ -9,11 +9,19 @@
  * 256 KiB wait in stdout's buffer at exit, which exit() flushes after
  * culpert's handler: with stdout a pipe read late, the process lives on
  * for a while after its exit profile is written.
+ *
+ * wl_exit_race --signal-first: SIGTERM is blocked in every thread but one
+ * idle thread; the program takes a snapshot (so its own exit profile has
+ * its symbols at hand and is written fast), sends itself SIGTERM and
+ * exits 10 ms later.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "culpert.h"
 
@@ -52,12 +60,54 @@ static void *snapshots(void *arg)
   return NULL;
 }
 
+static void *idle(void *arg)
+{
+  for (;;)
+    pause();
+  return arg;
+}
+
+/* SIGTERM for an idle thread, then exit() while its handler runs. */
+static int signal_first(void)
+{
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  pthread_t t;
+  if (pthread_create(&t, NULL, idle, NULL) != 0)
+    return 1;
+  pthread_sigmask(SIG_BLOCK, &term, NULL);
+  unsigned char *buf;
+  size_t len;
+  if (culpert_snapshot(&buf, &len) == 0)
+    free(buf);
+  printf("exiting\n");
+  fflush(stdout);
+  kill(getpid(), SIGTERM);
+  struct timespec pause_ = {0, 10 * 1000 * 1000};
+  nanosleep(&pause_, NULL);
+  exit(0);
+}
+
 int main(int argc, char **argv)
 {
   pthread_t t[5];
+  if (argc > 1 && strcmp(argv[1], "--signal-first") == 0) {
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &term, NULL); /* the spinning threads inherit it */
+  }
   for (int i = 0; i < 4; i++)
     if (pthread_create(&t[i], NULL, spin, NULL) != 0)
       return 1;
+  if (argc > 1 && strcmp(argv[1], "--signal-first") == 0) {
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    pthread_sigmask(SIG_UNBLOCK, &term, NULL); /* for the idle thread */
+    return signal_first();
+  }
   if (argc > 2 && strcmp(argv[1], "--snapshots") == 0) {
     static char buf[1 << 20], line[257];
     memset(line, 'x', sizeof line - 1);
