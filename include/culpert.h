@@ -46,9 +46,9 @@ extern "C" {
 #define CULPERT_SPAN_MAX_DEPTH 64
 
 #if defined(__GNUC__) && !defined(CULPERT_NO_WEAK) && !defined(CULPERT_BUILDING_LIBRARY)
-#define CULPERT__DECL __attribute__((weak))
+#define CULPERT_API __attribute__((weak))
 #else
-#define CULPERT__DECL
+#define CULPERT_API
 #endif
 
 /*
@@ -65,14 +65,14 @@ extern "C" {
  * Profiles aggregate spans by *path*: all instances of
  * handle_request -> parse_input share one span_id in the written file.
  */
-CULPERT__DECL void culpert_span_enter(const char *name);
+CULPERT_API void culpert_span_enter(const char *name);
 
 /*
  * culpert_span_exit: close the innermost span opened on the calling thread.
  * A call with no span open is ignored (and counted in the profile as
  * culpert.span_underflow).
  */
-CULPERT__DECL void culpert_span_exit(void);
+CULPERT_API void culpert_span_exit(void);
 
 /*
  * culpert_span_current: the id of the innermost span open on the calling
@@ -80,7 +80,7 @@ CULPERT__DECL void culpert_span_exit(void);
  * culpert_span_enter_child_of() on another thread to keep work handed to a
  * thread pool under the span that submitted it.
  */
-CULPERT__DECL uint64_t culpert_span_current(void);
+CULPERT_API uint64_t culpert_span_current(void);
 
 /*
  * culpert_span_enter_child_of: like culpert_span_enter(), but the new span's
@@ -90,7 +90,7 @@ CULPERT__DECL uint64_t culpert_span_current(void);
  * issued: from another process, or made up) makes a root span as well.
  * Close it with culpert_span_exit() as usual.
  */
-CULPERT__DECL void culpert_span_enter_child_of(const char *name, uint64_t parent_id);
+CULPERT_API void culpert_span_enter_child_of(const char *name, uint64_t parent_id);
 
 /*
  * culpert_snapshot_write: write a profile of everything recorded since the
@@ -102,7 +102,7 @@ CULPERT__DECL void culpert_span_enter_child_of(const char *name, uint64_t parent
  * when sampling was stopped by an internal failure, or once the exit
  * profile has been written: no file is begun after it).
  */
-CULPERT__DECL int culpert_snapshot_write(const char *path);
+CULPERT_API int culpert_snapshot_write(const char *path);
 
 /*
  * culpert_snapshot: like culpert_snapshot_write(), but returns the gzipped
@@ -111,12 +111,12 @@ CULPERT__DECL int culpert_snapshot_write(const char *path);
  * errno and leaves *out NULL and *len 0. It may wait briefly for a file
  * being written, since encoding shares that file's lock.
  */
-CULPERT__DECL int culpert_snapshot(unsigned char **out, size_t *len);
+CULPERT_API int culpert_snapshot(unsigned char **out, size_t *len);
 
 /*
  * culpert_is_active: 1 when libculpert is loaded and sampling, 0 otherwise.
  */
-CULPERT__DECL int culpert_is_active(void);
+CULPERT_API int culpert_is_active(void);
 
 #if defined(__GNUC__) && !defined(CULPERT_NO_WEAK) && !defined(CULPERT_BUILDING_LIBRARY)
 /*
@@ -126,7 +126,7 @@ CULPERT__DECL int culpert_is_active(void);
  */
 #define culpert_span_enter(name) (culpert_span_enter ? culpert_span_enter(name) : (void)0)
 #define culpert_span_exit()      (culpert_span_exit ? culpert_span_exit() : (void)0)
-#define culpert_span_current()   (culpert_span_current ? culpert_span_current() : (uint64_t)0)
+#define culpert_span_current()   (culpert_span_current ? culpert_span_current() : UINT64_C(0))
 #define culpert_span_enter_child_of(name, parent_id)                                               \
   (culpert_span_enter_child_of ? culpert_span_enter_child_of((name), (parent_id)) : (void)0)
 #define culpert_snapshot_write(path)                                                               \
@@ -139,13 +139,13 @@ CULPERT__DECL int culpert_is_active(void);
 
 #if defined(__GNUC__)
 /* Helper for CULPERT_SPAN; not part of the API. */
-static inline void culpert__span_scope_end(int *unused)
+static inline void culpert_span_scope_end_(int *unused)
 {
   (void)unused;
   culpert_span_exit();
 }
-#define CULPERT__CAT2(a, b) a##b
-#define CULPERT__CAT(a, b)  CULPERT__CAT2(a, b)
+#define CULPERT_CAT2_(a, b) a##b
+#define CULPERT_CAT_(a, b)  CULPERT_CAT2_(a, b)
 /*
  * CULPERT_SPAN(name): open a span that closes by itself when the enclosing
  * block ends (any return, break or goto included). GCC and Clang only.
@@ -156,8 +156,8 @@ static inline void culpert__span_scope_end(int *unused)
  *     }
  */
 #define CULPERT_SPAN(name)                                                                         \
-  __attribute__((cleanup(culpert__span_scope_end), unused)) int CULPERT__CAT(                      \
-      culpert__span_scope_, __LINE__) = (culpert_span_enter(name), 0)
+  __attribute__((cleanup(culpert_span_scope_end_), unused)) int CULPERT_CAT_(                      \
+      culpert_span_scope_, __LINE__) = (culpert_span_enter(name), 0)
 #endif
 
 #ifdef __cplusplus

@@ -1065,6 +1065,32 @@ install)
     cmake --build fp >/dev/null || fail "find_package(culpert) consumer does not build"
   out=$(CULPERT_QUIET=1 CULPERT_OUTPUT="$work/fp.pb.gz" fp/consumer) || fail "consumer failed"
   expect_line "$out" 'active=1' "find_package consumer"
+  # The installed header, every call and macro of it, compiles cleanly
+  # under strict warnings in C and in C++ (an old-style cast in a macro
+  # breaks a C++ build with -Wold-style-cast -Werror).
+  cat >api.c <<'EOS'
+#include <culpert.h>
+int use_all(void);
+int use_all(void)
+{
+  CULPERT_SPAN("scoped");
+  culpert_span_enter("outer");
+  uint64_t id = culpert_span_current();
+  culpert_span_exit();
+  culpert_span_enter_child_of("child", id);
+  culpert_span_exit();
+  unsigned char *buf;
+  size_t len;
+  int rc = culpert_snapshot(&buf, &len);
+  return rc + culpert_snapshot_write("api.pb.gz") + culpert_is_active() + (len > 0);
+}
+EOS
+  cp api.c api.cc
+  cc -std=c11 -Wall -Wextra -Wpedantic -Wstrict-prototypes -Wcast-qual -Werror \
+    -I"$work/inst/include" -c api.c -o api_c.o || fail "culpert.h warns in C"
+  c++ -std=c++11 -Wall -Wextra -Wpedantic -Wold-style-cast -Wzero-as-null-pointer-constant \
+    -Werror -I"$work/inst/include" -c api.cc -o api_cc.o 2>cxx_err ||
+    fail "culpert.h warns in C++: $(cat cxx_err)"
   ;;
 *)
   echo "run.sh: unknown case $case_name" >&2
