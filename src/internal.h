@@ -363,8 +363,11 @@ void culpert__live_keep_peak(void);
  * in-use estimate to the in-use totals of their buckets in b[0..nb), as
  * culpert__live_add_inuse does for those live now. Returns when that peak
  * was reached (ns since the epoch; 0: no sample yet) and sets *lost to the
- * samples left out for want of memory. Takes the table's lock. */
-int64_t culpert__live_add_peak(struct culpert__bucket *b, size_t nb, uint64_t *lost);
+ * samples left out for want of memory, *peak to that peak's in-use estimate
+ * (read with them). Returns -1 and adds nothing when a sample of the peak
+ * lies in a bucket at nb or above, unless `partial`. Takes the table's lock. */
+int64_t culpert__live_add_peak(struct culpert__bucket *b, size_t nb, uint64_t *lost, double *peak,
+                               int partial);
 
 /* culpert__live_peak_bytes: the highest in-use estimate (the live sampled
  * blocks' weighted bytes, what culpert__live_add_inuse sums) since

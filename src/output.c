@@ -464,15 +464,29 @@ static int encode_profile(unsigned char **out, size_t *len, uint64_t *nsamples, 
   *nsamples = 0;
   if (culpert__writer_encode == NULL)
     return -ENOSYS;
-  long nb = culpert__record_copy(&b, &ips, &nips);
-  if (nb < 0)
-    return (int)nb;
   int64_t peak_nanos = 0;
   uint64_t peak_lost = 0;
-  if (at_peak)
-    peak_nanos = culpert__live_add_peak(b, (size_t)nb, &peak_lost);
-  else
-    culpert__live_add_inuse(b, (size_t)nb);
+  double peak = 0;
+  long nb;
+  for (int attempt = 0;; attempt++) {
+    nb = culpert__record_copy(&b, &ips, &nips);
+    if (nb < 0)
+      return (int)nb;
+    if (!at_peak) {
+      culpert__live_add_inuse(b, (size_t)nb);
+      break;
+    }
+    /* The peak's samples and its value at one moment, every one of them
+     * in a bucket of this copy (other threads may record new ones
+     * meanwhile: copy again). */
+    peak_nanos = culpert__live_add_peak(b, (size_t)nb, &peak_lost, &peak, attempt >= 7);
+    if (peak_nanos >= 0)
+      break;
+    free(b);
+    free(ips);
+    b = NULL;
+    ips = NULL;
+  }
   ws = calloc((size_t)nb + 1, sizeof *ws);
   /* collect_spans writes every entry of `spans` it counts: no zeroing. */
   spans = malloc(CULPERT__SPAN_NODES * sizeof *spans);
@@ -503,7 +517,9 @@ static int encode_profile(unsigned char **out, size_t *len, uint64_t *nsamples, 
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.dropped_samples=%llu",
            (unsigned long long)culpert__record_dropped());
   /* Never below the in-use total this profile shows (rounded per stack). */
-  double peak = culpert__live_peak_bytes(), inuse = 0;
+  double inuse = 0;
+  if (!at_peak)
+    peak = culpert__live_peak_bytes();
   for (long i = 0; i < nb; i++)
     inuse += b[i].inuse_bytes > 0 ? round(b[i].inuse_bytes) : 0;
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.peak_inuse_bytes=%.0f",

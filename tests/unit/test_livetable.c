@@ -279,8 +279,12 @@ static int64_t sum_peak(struct culpert__bucket *b, size_t nb)
   uint64_t lost = 1;
   for (size_t i = 0; i < nb; i++)
     b[i] = (struct culpert__bucket){0};
-  int64_t when = culpert__live_add_peak(b, nb, &lost);
+  double peak = -1, sum = 0;
+  int64_t when = culpert__live_add_peak(b, nb, &lost, &peak, 0);
   assert_int_equal(lost, 0);
+  for (size_t i = 0; i < nb; i++)
+    sum += b[i].inuse_bytes;
+  assert_true(sum == peak); /* the samples and the value of one moment */
   return when;
 }
 
@@ -312,8 +316,15 @@ static void test_livetable_peak_samples(void **state)
   assert_true(b[0].inuse_bytes == 0);
   assert_true(b[1].inuse_bytes == 51001 && b[1].inuse_objects == 1);
   assert_true(b[2].inuse_bytes == 50000);
+  /* Bucket 2 is beyond nb: the copy is stale, nothing added; told to
+   * take what there is, bucket 2 is left out. */
+  uint64_t lost;
+  double peak;
+  b[1].inuse_bytes = 0;
   b[2].inuse_bytes = -1;
-  sum_peak(b, 2); /* bucket 2 is beyond nb: left out */
+  assert_int_equal(culpert__live_add_peak(b, 2, &lost, &peak, 0), -1);
+  assert_true(b[1].inuse_bytes == 0);
+  assert_true(culpert__live_add_peak(b, 2, &lost, &peak, 1) > 0);
   assert_true(b[1].inuse_bytes == 51001);
   assert_true(b[2].inuse_bytes == -1);
 
