@@ -155,7 +155,8 @@ struct culpert__unwind_memo {
  * Per-thread state: initial-exec TLS, fixed size, owns no heap memory.
  * `countdown` comes first: the allocation hot path is one subtract from it
  * and a branch. It starts at 0, so a thread's first allocation takes the
- * slow path, which sets the thread up.
+ * slow path, which sets the thread up. It is never below zero outside the
+ * slow path: the hot path compares it with the size unsigned.
  */
 struct culpert__thread {
   int64_t countdown;      /* bytes left before the next sample */

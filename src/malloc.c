@@ -488,8 +488,22 @@ static CULPERT__NOINLINE void record_any_depth(void *p, size_t n)
 static CULPERT__NOINLINE void sample_check(void *p, size_t n)
 {
   struct culpert__thread *t = &culpert__tls;
-  if (t->guard != 0 || p == NULL)
-    return; /* inside culpert, or a failed allocation: nothing to record */
+  if (p == NULL) {
+    /* A failed allocation allocated nothing: its bytes go back. Left
+     * out, three failed reallocs of 2^62 bytes ran the count past
+     * INT64_MIN, and nothing was sampled after them (soak test). */
+    t->countdown = (int64_t)((uint64_t)t->countdown + n);
+    if (t->countdown < 0)
+      t->countdown = 0;
+    return;
+  }
+  if (t->guard != 0) {
+    /* Inside culpert: nothing to record, but the count must not stay
+     * below zero (countdown_expired compares it unsigned). */
+    if (t->countdown < 0)
+      t->countdown = 0;
+    return;
+  }
   int saved = errno;
   t->guard++;
   if (!atomic_load_explicit(&culpert__ready, memory_order_acquire)) {
@@ -580,6 +594,8 @@ static CULPERT__NOINLINE void *realloc_slow(void *p, size_t n)
   if (p != NULL && culpert__filter_test(p) && (in_arena(p) || culpert__tls.guard == 0)) {
     if (in_arena(p)) {
       size_t old = arena_size(p);
+      /* malloc below counts these bytes (and keeps the count >= 0) */
+      culpert__tls.countdown = (int64_t)((uint64_t)culpert__tls.countdown + n);
       if (n == 0)
         return NULL;
       void *q = malloc(n);
@@ -605,16 +621,15 @@ static CULPERT__NOINLINE void *realloc_slow(void *p, size_t n)
     culpert__tls.guard--;
     errno = saved;
   }
-  if (culpert__tls.countdown <= 0)
-    sample_check(q, n);
+  if (q == NULL || culpert__tls.countdown <= 0)
+    sample_check(q, n); /* a failure gives its bytes back */
   return q;
 }
 
 static CULPERT__NOINLINE int memalign_slow(void **out, size_t align, size_t n)
 {
   int rc = real.posix_memalign != NULL ? real.posix_memalign(out, align, n) : ENOMEM;
-  if (rc == 0)
-    sample_check(*out, n);
+  sample_check(rc == 0 ? *out : NULL, n);
   return rc;
 }
 
@@ -635,11 +650,15 @@ static inline __attribute__((always_inline)) int countdown_expired(size_t n)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
   /* The same subtract and branch in three instructions: the flags of the
-   * in-place subtract say whether the old count was <= n, which is what
-   * "expired" means (and, unlike the C below, cannot wrap). */
+   * in-place subtract say whether the old count was <= n, unsigned, which
+   * is what "expired" means. Unsigned because the count is never below
+   * zero outside the slow path (sample_check sees to it), and so that a
+   * size above INT64_MAX, which no allocator grants, expires the count
+   * instead of adding 2^64 - n to it (a signed test did: rate 0 then
+   * missed the next 4096 bytes after a failed malloc(SIZE_MAX - 4095)). */
   __asm__ goto("movq culpert__tls@gottpoff(%%rip), %%rax\n\t"
                "subq %0, %%fs:(%%rax)\n\t"
-               "jle %l[expired]"
+               "jbe %l[expired]"
                :
                : "r"(n)
                : "rax", "cc", "memory"
@@ -648,7 +667,9 @@ static inline __attribute__((always_inline)) int countdown_expired(size_t n)
 expired:
   return 1;
 #else
-  return CULPERT__UNLIKELY((culpert__tls.countdown -= (int64_t)n) <= 0);
+  uint64_t old = (uint64_t)culpert__tls.countdown;
+  culpert__tls.countdown = (int64_t)(old - n);
+  return CULPERT__UNLIKELY(old <= n);
 #endif
 }
 

@@ -137,6 +137,22 @@ realloc_aligned)
   expect_totals r.pb.gz handle_request/resize "3 4300 1 4000 3"
   expect_totals r.pb.gz aligned "9 13456 9 13456 9"
   ;;
+failed_allocations)
+  # Allocations that fail (sizes above 2^62, some above INT64_MAX) give
+  # their bytes back to the countdown: at rate 0 the 1000 blocks after
+  # them are each recorded, and at 4K sampling goes on (three failed
+  # reallocs of 2^62 bytes once wrapped the count and ended sampling; a
+  # failed malloc(SIZE_MAX - 4095) added 4096 bytes to it).
+  CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/f0.pb.gz" run_pre "$BIN/wl_basic" --failures \
+    >out 2>err || fail "wl_basic --failures failed: $(cat out err)"
+  expect_line "$(cat out)" '^failures=0$' "every huge allocation failed"
+  expect_totals f0.pb.gz after_failures "1000 4096000 0 0 1000"
+  CULPERT_SAMPLE_RATE=4K CULPERT_SEED=7 CULPERT_OUTPUT="$work/f4.pb.gz" \
+    run_pre "$BIN/wl_basic" --failures >out 2>err || fail "wl_basic --failures failed at 4K"
+  # each 4 KiB block is sampled with probability 1 - 1/e: about 632
+  n=$(totals f4.pb.gz after_failures | awk '{print $5}')
+  [ "$n" -ge 550 ] && [ "$n" -le 720 ] || fail "at 4K, $n of 1000 blocks sampled after the failures"
+  ;;
 errno)
   # a tiny rate samples most calls: errno, alignment and zeroing still hold
   out=$(CULPERT_SAMPLE_RATE=16 CULPERT_QUIET=1 run_pre "$BIN/wl_basic") || fail "wl_basic: $out"

@@ -28,6 +28,7 @@
  * loader's lock (as a thread caught mid-dlopen would). "--abort" ends
  * with abort() after its work; "--exhaust" allocates 1 MiB blocks until
  * malloc fails (under an address-space limit), then abort()s.
+ * "--failures": see after_failures.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -179,6 +180,39 @@ static void *loader_busy(void *data)
   return NULL;
 }
 
+/* --failures: allocations of every kind that fail (sizes no allocator
+ * grants, some above INT64_MAX), then 1000 blocks of 4 KiB in span
+ * "after_failures": at CULPERT_SAMPLE_RATE=0 each of them is recorded, and
+ * at any rate sampling goes on as before the failures. */
+static void after_failures(void)
+{
+  volatile size_t huge = (size_t)1 << 62, above = SIZE_MAX - 4095;
+  /* volatile: a failed realloc leaves the block where it was, which the
+   * compiler's use-after-realloc warning cannot know */
+  static void *volatile keep;
+  void *q = NULL;
+  keep = malloc(100);
+  CHECK(keep != NULL);
+  for (int i = 0; i < 3; i++)
+    CHECK(realloc(keep, huge) == NULL);
+  for (int i = 0; i < 3; i++)
+    CHECK(malloc(huge) == NULL);
+  CHECK(malloc(above) == NULL);
+  CHECK(calloc(1, above) == NULL);
+  CHECK(realloc(keep, above) == NULL);
+  CHECK(posix_memalign(&q, 64, huge) != 0);
+  CHECK(aligned_alloc(64, huge) == NULL);
+  CHECK(memalign(64, above) == NULL);
+  free(keep);
+  static void *p[1000];
+  culpert_span_enter("after_failures");
+  for (int i = 0; i < 1000; i++)
+    p[i] = malloc(4096);
+  culpert_span_exit();
+  for (int i = 0; i < 1000; i++)
+    free(p[i]);
+}
+
 int main(int argc, char **argv)
 {
   int hang = argc == 2 && strcmp(argv[1], "--hang") == 0;
@@ -245,6 +279,8 @@ int main(int argc, char **argv)
     while (!holding)
       usleep(1000);
   }
+  if (argc == 2 && strcmp(argv[1], "--failures") == 0)
+    after_failures();
   printf("failures=%d\n", failures);
   if (argc == 2 && strcmp(argv[1], "--exhaust") == 0) {
     size_t blocks = 0;
