@@ -406,6 +406,15 @@ static int buf_printf(struct buf *b, const char *fmt, ...)
   return 0;
 }
 
+/* A character of a word: a short secret beside one is part of that word. */
+static int word_char(char c)
+{
+  return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '\'';
+}
+
+/* Secrets shorter than this are redacted only where they stand alone. */
+#define REDACT_ANYWHERE 8
+
 char *culpert__archive_redact(const char *text, const char *const *secrets)
 {
   struct buf out = {.max = SIZE_MAX / 2};
@@ -415,9 +424,16 @@ char *culpert__archive_redact(const char *text, const char *const *secrets)
     return NULL;
   while (*p) {
     size_t hit = 0;
-    for (const char *const *s = secrets; s && *s && !hit; s++)
-      if (**s && strncmp(p, *s, strlen(*s)) == 0)
-        hit = strlen(*s);
+    for (const char *const *s = secrets; s && *s && !hit; s++) {
+      size_t n = strlen(*s);
+      if (n == 0 || strncmp(p, *s, n) != 0)
+        continue;
+      /* A short secret ("t", "dev") inside a word is no leak, and
+       * replacing it there left every message unreadable. */
+      if (n < REDACT_ANYWHERE && ((p > text && word_char(p[-1])) || word_char(p[n])))
+        continue;
+      hit = n;
+    }
     int rc;
     if (hit) {
       rc = buf_append(&out, mark, sizeof mark - 1);

@@ -107,8 +107,10 @@ int culpert__archive_check_project(const char *project, const char **why);
 
 /* Copies `text` into a new string with every occurrence of each non-empty
  * string of the NULL-terminated `secrets` replaced by "[redacted]" and
- * control characters other than newline and tab replaced by '?'. Returns
- * NULL when out of memory. */
+ * control characters other than newline and tab replaced by '?'. A secret
+ * of fewer than 8 characters is replaced only where it stands as a word of
+ * its own (no letter, digit, '_', '-' or '\'' on either side). Returns NULL
+ * when out of memory. */
 char *culpert__archive_redact(const char *text, const char *const *secrets);
 
 /* Stores the profile at `path` under (project, sha) with `branch`,

@@ -122,14 +122,14 @@ static void test_archive_project_rules(void **state)
 
 static void test_archive_redact_hides_secrets(void **state)
 {
-  const char *secrets[] = {"s3cr3t", "other", NULL};
+  const char *secrets[] = {"s3cr3t42", "otherkey", NULL};
   const char *no_secrets[] = {"", NULL};
   static const struct {
     const char *in, *out;
   } cases[] = {
-      {"Bearer s3cr3t", "Bearer [redacted]"},
-      {"s3cr3ts3cr3t and other", "[redacted][redacted] and [redacted]"},
-      {"s3cr3", "s3cr3"},
+      {"Bearer s3cr3t42", "Bearer [redacted]"},
+      {"s3cr3t42s3cr3t42 and otherkey", "[redacted][redacted] and [redacted]"},
+      {"s3cr3t4", "s3cr3t4"},
       {"esc\x1b[31mred\r", "esc?[31mred?"},
       {"keep\nnew\tlines", "keep\nnew\tlines"},
       {"", ""},
@@ -145,6 +145,26 @@ static void test_archive_redact_hides_secrets(void **state)
   char *got = culpert__archive_redact("plain", no_secrets);
   assert_string_equal(got, "plain");
   free(got);
+  /* A short secret goes where it stands alone, not inside words. */
+  const char *short_secrets[] = {"t", "dev", NULL};
+  static const struct {
+    const char *in, *out;
+  } short_cases[] = {
+      {"cannot reach the archive at http://127.0.0.1:9",
+       "cannot reach the archive at http://127.0.0.1:9"},
+      {"Bearer t", "Bearer [redacted]"},
+      {"token=t&x", "token=[redacted]&x"},
+      {"at 127.0.0.1:9", "at 127.0.0.1:9"},
+      {"Couldn't connect", "Couldn't connect"},
+      {"Authorization: Bearer dev\n", "Authorization: Bearer [redacted]\n"},
+      {"\"dev\" devices dev", "\"[redacted]\" devices [redacted]"},
+  };
+  for (size_t i = 0; i < sizeof short_cases / sizeof short_cases[0]; i++) {
+    got = culpert__archive_redact(short_cases[i].in, short_secrets);
+    assert_non_null(got);
+    assert_string_equal(got, short_cases[i].out);
+    free(got);
+  }
 }
 
 static void test_archive_endpoint_kinds(void **state)
