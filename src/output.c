@@ -441,6 +441,18 @@ static void span_map_free(uint32_t *map)
     munmap(map, CULPERT__SPAN_NODES * sizeof(uint32_t));
 }
 
+/* Whether no bucket of b[0..nb) shows more in use than allocated, which
+ * happens when a sample lands between the copy of the records and the
+ * read of the live table (beyond float rounding: a relative 1e-9). */
+static int inuse_within_alloc(const struct culpert__bucket *b, long nb)
+{
+  for (long i = 0; i < nb; i++)
+    if (b[i].inuse_objects > b[i].alloc_objects * (1 + 1e-9) ||
+        b[i].inuse_bytes > b[i].alloc_bytes * (1 + 1e-9))
+      return 0;
+  return 1;
+}
+
 /* The profile as culpert__output_profile describes it; with at_peak, the
  * in-use values are those of the samples live at the in-use peak
  * (CULPERT_PEAK) instead of those live now, and a comment says when the
@@ -472,20 +484,30 @@ static int encode_profile(unsigned char **out, size_t *len, uint64_t *nsamples, 
     nb = culpert__record_copy(&b, &ips, &nips);
     if (nb < 0)
       return (int)nb;
+    int last = attempt >= 7;
     if (!at_peak) {
       culpert__live_add_inuse(b, (size_t)nb);
-      break;
+    } else {
+      /* The peak's samples and its value at one moment, every one of
+       * them in a bucket of this copy (other threads may record new ones
+       * meanwhile: copy again). */
+      peak_nanos = culpert__live_add_peak(b, (size_t)nb, &peak_lost, &peak, last);
     }
-    /* The peak's samples and its value at one moment, every one of them
-     * in a bucket of this copy (other threads may record new ones
-     * meanwhile: copy again). */
-    peak_nanos = culpert__live_add_peak(b, (size_t)nb, &peak_lost, &peak, attempt >= 7);
-    if (peak_nanos >= 0)
+    if (peak_nanos >= 0 && (last || inuse_within_alloc(b, nb)))
       break;
     free(b);
     free(ips);
     b = NULL;
     ips = NULL;
+  }
+  /* What is in use never exceeds what was allocated: after eight copies
+   * that all raced with other threads' samples, the excess (samples
+   * recorded after the copy) is cut. */
+  for (long i = 0; i < nb; i++) {
+    if (b[i].inuse_objects > b[i].alloc_objects)
+      b[i].inuse_objects = b[i].alloc_objects;
+    if (b[i].inuse_bytes > b[i].alloc_bytes)
+      b[i].inuse_bytes = b[i].alloc_bytes;
   }
   ws = calloc((size_t)nb + 1, sizeof *ws);
   /* collect_spans writes every entry of `spans` it counts: no zeroing. */

@@ -848,6 +848,42 @@ interval)
   expect_line "$(cat err)" '^culpert: CULPERT_INTERVAL=soon is not a duration' "bad value"
   expect_line "$(cat err)" "^culpert: wrote profile to $work/b.pb.gz \\([0-9]+ samples?\\)$" "exit profile"
   ;;
+rewrite_consistency)
+  # Profiles rewritten while two threads sample (a USR2 every 50 ms, rate
+  # 0, CULPERT_PEAK): in every copy, no stack shows more in use than
+  # allocated, and a peak file's in-use total is its own peak comment.
+  # Samples recorded between the copy of the records and the read of the
+  # live table once broke both (12 of 49 rewrites, and every peak file).
+  CULPERT_SNAPSHOT_SIGNAL=USR2 CULPERT_PEAK=1 CULPERT_SAMPLE_RATE=0 CULPERT_STACK=fp \
+    CULPERT_QUIET=1 CULPERT_OUTPUT="$work/g.pb.gz" env LD_PRELOAD="$LIB" \
+    "$BIN/wl_threads" --grow 2500 >out 2>err &
+  prog=$!
+  mkdir copies
+  # the first USR2 only once the library's handler is in place
+  for _ in $(seq 100); do grep -q '^growing$' out && break; sleep 0.1; done
+  grep -q '^growing$' out || fail "wl_threads --grow did not start in 10 s"
+  for i in $(seq 60); do
+    kill -s USR2 "$prog" 2>/dev/null || break
+    sleep 0.05
+    cp g.pb.gz "copies/now.$i.pb.gz" 2>/dev/null
+    cp g.peak.pb.gz "copies/peak.$i.pb.gz" 2>/dev/null
+  done
+  wait "$prog" || fail "wl_threads --grow failed: $(cat out err)"
+  cp g.pb.gz copies/now.exit.pb.gz
+  cp g.peak.pb.gz copies/peak.exit.pb.gz
+  n=$(ls copies | wc -l)
+  [ "$n" -ge 20 ] || fail "only $n profiles copied while the program ran"
+  for f in copies/*.pb.gz; do
+    bad=$(profile "$f" | awk '$1 == "sample" && ($4 > $2 || $5 > $3) && n++ < 3')
+    [ -z "$bad" ] || fail "$f: more in use than allocated: $bad"
+  done
+  for f in copies/peak.*.pb.gz; do
+    read -r inuse peak < <(profile "$f" | awk '$1 == "sample" { s += $5 }
+      $1 == "comment" && $2 ~ /^culpert.peak_inuse_bytes=/ { sub(/.*=/, "", $2); p = $2 }
+      END { printf "%d %d\n", s, p }')
+    [ "$inuse" = "$peak" ] || fail "$f: in use $inuse, its peak comment $peak"
+  done
+  ;;
 snapshot_signal)
   # CULPERT_SNAPSHOT_SIGNAL=USR2: each USR2 rewrites the exit profile's
   # file while the program runs on (one stderr line each); after SIGKILL

@@ -6,13 +6,19 @@
  *   churn      200 short threads x 10 x 100 bytes = 2000 objects, 200000 bytes
  * With "--hang" it then starts SPINNERS threads that allocate and free
  * without end under the span "spin", prints "done 1" and waits for a
- * signal to end it.
+ * signal to end it. With "--grow MS" it then runs SPINNERS threads for MS
+ * milliseconds that allocate 48-byte blocks, never freed, from 4096
+ * different stacks (new buckets at first, old ones after), 1024 at a time
+ * with a 5 ms pause, so that profiles rewritten meanwhile race with their
+ * samples; it prints "growing" when they have started.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "culpert.h"
@@ -66,6 +72,50 @@ static void *spinner(void *arg)
   return NULL;
 }
 
+static atomic_int growing;
+
+/* A 48-byte block allocated DEPTH frames down, through lvl0 or lvl1 as
+ * the bits of PATH say: 2^DEPTH stacks. */
+__attribute__((noinline)) static void leaf48(void)
+{
+  void *volatile p = malloc(48);
+  (void)p;
+}
+
+__attribute__((noinline)) static void lvl1(unsigned path, int depth);
+__attribute__((noinline)) static void lvl0(unsigned path, int depth)
+{
+  if (depth == 0)
+    leaf48();
+  else if (path & 1)
+    lvl1(path >> 1, depth - 1);
+  else
+    lvl0(path >> 1, depth - 1);
+  __asm__ volatile("");
+}
+
+__attribute__((noinline)) static void lvl1(unsigned path, int depth)
+{
+  if (depth == 0)
+    leaf48();
+  else if (path & 1)
+    lvl1(path >> 1, depth - 1);
+  else
+    lvl0(path >> 1, depth - 1);
+  __asm__ volatile("");
+}
+
+static void *grower(void *arg)
+{
+  unsigned path = (unsigned)(uintptr_t)arg * 7919u;
+  while (atomic_load(&growing)) {
+    for (int i = 0; i < 1024; i++)
+      lvl0(path++, 12);
+    usleep(5000);
+  }
+  return NULL;
+}
+
 int main(int argc, char **argv)
 {
   pthread_t w[4], c;
@@ -89,6 +139,29 @@ int main(int argc, char **argv)
     fflush(stdout);
     for (;;)
       pause();
+  }
+  if (argc == 3 && strcmp(argv[1], "--grow") == 0) {
+    pthread_t g[SPINNERS];
+    atomic_store(&growing, 1);
+    for (int i = 0; i < SPINNERS; i++)
+      if (pthread_create(&g[i], NULL, grower, (void *)(uintptr_t)i) != 0)
+        return 1;
+    printf("growing\n");
+    fflush(stdout);
+    /* signals (the test's USR2s) cut sleeps short: sleep to a deadline */
+    struct timespec end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += atoi(argv[2]) / 1000;
+    end.tv_nsec += (long)(atoi(argv[2]) % 1000) * 1000000L;
+    if (end.tv_nsec >= 1000000000L) {
+      end.tv_sec++;
+      end.tv_nsec -= 1000000000L;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &end, NULL) != 0)
+      ;
+    atomic_store(&growing, 0);
+    for (int i = 0; i < SPINNERS; i++)
+      pthread_join(g[i], NULL);
   }
   printf("done %d\n", rc == NULL);
   return 0;
