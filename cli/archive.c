@@ -406,10 +406,20 @@ static int buf_printf(struct buf *b, const char *fmt, ...)
   return 0;
 }
 
-/* A character of a word: a short secret beside one is part of that word. */
-static int word_char(char c)
+/* Whether the character at `at` joins the text on the other side of it
+ * (`dir`: -1 to the left, 1 to the right; `at` is inside the string) to a
+ * secret: a letter, digit or '_', or a '\'' or '-' inside a word
+ * ("couldn't", "x-y"), not one that quotes or ends it. */
+static int joins(const char *text, const char *at, int dir)
 {
-  return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '\'';
+  unsigned char c = (unsigned char)*at;
+  if (isalnum(c) || c == '_')
+    return 1;
+  if (c != '\'' && c != '-')
+    return 0;
+  if (dir < 0 ? at == text : at[1] == '\0')
+    return 0;
+  return isalnum((unsigned char)at[dir]);
 }
 
 /* Secrets shorter than this are redacted only where they stand alone. */
@@ -430,7 +440,7 @@ char *culpert__archive_redact(const char *text, const char *const *secrets)
         continue;
       /* A short secret ("t", "dev") inside a word is no leak, and
        * replacing it there left every message unreadable. */
-      if (n < REDACT_ANYWHERE && ((p > text && word_char(p[-1])) || word_char(p[n])))
+      if (n < REDACT_ANYWHERE && ((p > text && joins(text, p - 1, -1)) || joins(text, p + n, 1)))
         continue;
       hit = n;
     }

@@ -109,8 +109,9 @@ int culpert__archive_check_project(const char *project, const char **why);
  * string of the NULL-terminated `secrets` replaced by "[redacted]" and
  * control characters other than newline and tab replaced by '?'. A secret
  * of fewer than 8 characters is replaced only where it stands as a word of
- * its own (no letter, digit, '_', '-' or '\'' on either side). Returns NULL
- * when out of memory. */
+ * its own: no letter, digit or '_' beside it, nor a '\'' or '-' that joins
+ * it to one ("couldn't"; a quote like 'dev' does not). Returns NULL when
+ * out of memory. */
 char *culpert__archive_redact(const char *text, const char *const *secrets);
 
 /* Stores the profile at `path` under (project, sha) with `branch`,

@@ -500,15 +500,6 @@ static int encode_profile(unsigned char **out, size_t *len, uint64_t *nsamples, 
     b = NULL;
     ips = NULL;
   }
-  /* What is in use never exceeds what was allocated: after eight copies
-   * that all raced with other threads' samples, the excess (samples
-   * recorded after the copy) is cut. */
-  for (long i = 0; i < nb; i++) {
-    if (b[i].inuse_objects > b[i].alloc_objects)
-      b[i].inuse_objects = b[i].alloc_objects;
-    if (b[i].inuse_bytes > b[i].alloc_bytes)
-      b[i].inuse_bytes = b[i].alloc_bytes;
-  }
   ws = calloc((size_t)nb + 1, sizeof *ws);
   /* collect_spans writes every entry of `spans` it counts: no zeroing. */
   spans = malloc(CULPERT__SPAN_NODES * sizeof *spans);

@@ -156,6 +156,11 @@ static void test_archive_redact_hides_secrets(void **state)
       {"token=t&x", "token=[redacted]&x"},
       {"at 127.0.0.1:9", "at 127.0.0.1:9"},
       {"Couldn't connect", "Couldn't connect"},
+      {"invalid token 't'", "invalid token '[redacted]'"},
+      {"{'token': 'dev'}", "{'token': '[redacted]'}"},
+      {"Bearer dev-", "Bearer [redacted]-"},
+      {"t-shirt dev-ops it's", "t-shirt dev-ops it's"},
+      {"t", "[redacted]"},
       {"Authorization: Bearer dev\n", "Authorization: Bearer [redacted]\n"},
       {"\"dev\" devices dev", "\"[redacted]\" devices [redacted]"},
   };
