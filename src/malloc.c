@@ -474,6 +474,13 @@ static CULPERT__NOINLINE void record_any_depth(void *p, size_t n)
   record(p, n, ips);
 }
 
+/* Undo a wrapper's subtract of n bytes from the countdown (wrapping as
+ * the subtract did). */
+static void countdown_give_back(size_t n)
+{
+  culpert__tls.countdown = (int64_t)((uint64_t)culpert__tls.countdown + n);
+}
+
 /*
  * sample_check: called after an allocation of n bytes at p once the
  * thread's countdown (already reduced by n) reached zero or below. Decides
@@ -488,18 +495,14 @@ static CULPERT__NOINLINE void record_any_depth(void *p, size_t n)
 static CULPERT__NOINLINE void sample_check(void *p, size_t n)
 {
   struct culpert__thread *t = &culpert__tls;
-  if (p == NULL) {
-    /* A failed allocation allocated nothing: its bytes go back. Left
-     * out, three failed reallocs of 2^62 bytes ran the count past
-     * INT64_MIN, and nothing was sampled after them (soak test). */
-    t->countdown = (int64_t)((uint64_t)t->countdown + n);
-    if (t->countdown < 0)
-      t->countdown = 0;
-    return;
-  }
-  if (t->guard != 0) {
-    /* Inside culpert: nothing to record, but the count must not stay
-     * below zero (countdown_expired compares it unsigned). */
+  /* A failed allocation allocated nothing: its bytes go back. Left out,
+   * three failed reallocs of 2^62 bytes ran the count past INT64_MIN,
+   * and nothing was sampled after them (soak test). */
+  if (p == NULL)
+    countdown_give_back(n);
+  if (p == NULL || t->guard != 0) {
+    /* nothing to record (or inside culpert), but the count must not stay
+     * below zero: countdown_expired compares it unsigned */
     if (t->countdown < 0)
       t->countdown = 0;
     return;
@@ -594,8 +597,7 @@ static CULPERT__NOINLINE void *realloc_slow(void *p, size_t n)
   if (p != NULL && culpert__filter_test(p) && (in_arena(p) || culpert__tls.guard == 0)) {
     if (in_arena(p)) {
       size_t old = arena_size(p);
-      /* malloc below counts these bytes (and keeps the count >= 0) */
-      culpert__tls.countdown = (int64_t)((uint64_t)culpert__tls.countdown + n);
+      countdown_give_back(n); /* malloc below counts them (and keeps the count >= 0) */
       if (n == 0)
         return NULL;
       void *q = malloc(n);

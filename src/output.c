@@ -441,6 +441,11 @@ static void span_map_free(uint32_t *map)
     munmap(map, CULPERT__SPAN_NODES * sizeof(uint32_t));
 }
 
+/* Copies of the records a profile takes at most when other threads'
+ * samples race with it (see src/README.md, "The samples live at the
+ * peak"). */
+#define COPY_TRIES 8
+
 /* Whether no bucket of b[0..nb) shows more in use than allocated, which
  * happens when a sample lands between the copy of the records and the
  * read of the live table (beyond float rounding: a relative 1e-9). */
@@ -484,7 +489,7 @@ static int encode_profile(unsigned char **out, size_t *len, uint64_t *nsamples, 
     nb = culpert__record_copy(&b, &ips, &nips);
     if (nb < 0)
       return (int)nb;
-    int last = attempt >= 7;
+    int last = attempt == COPY_TRIES - 1;
     if (!at_peak) {
       culpert__live_add_inuse(b, (size_t)nb);
     } else {

@@ -74,27 +74,22 @@ static void *spinner(void *arg)
 
 static atomic_int growing;
 
-/* A 48-byte block allocated DEPTH frames down, through lvl0 or lvl1 as
- * the bits of PATH say: 2^DEPTH stacks. */
+/* A 48-byte block allocated DEPTH levels down, each set bit of PATH
+ * adding a frame of lvl1 above its level's lvl0: 2^DEPTH stacks. */
 __attribute__((noinline)) static void leaf48(void)
 {
   void *volatile p = malloc(48);
   (void)p;
 }
 
-__attribute__((noinline)) static void lvl1(unsigned path, int depth);
-__attribute__((noinline)) static void lvl0(unsigned path, int depth)
+__attribute__((noinline)) static void lvl0(unsigned path, int depth);
+__attribute__((noinline)) static void lvl1(unsigned path, int depth)
 {
-  if (depth == 0)
-    leaf48();
-  else if (path & 1)
-    lvl1(path >> 1, depth - 1);
-  else
-    lvl0(path >> 1, depth - 1);
+  lvl0(path, depth);
   __asm__ volatile("");
 }
 
-__attribute__((noinline)) static void lvl1(unsigned path, int depth)
+__attribute__((noinline)) static void lvl0(unsigned path, int depth)
 {
   if (depth == 0)
     leaf48();
