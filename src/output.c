@@ -393,7 +393,14 @@ out:
 /* ---------------------------------------------------------------- profiles */
 
 /* Only the path nodes that samples use, and their ancestors, renumbered
- * densely from 1. map is indexed by node and starts zeroed. */
+ * densely from 1, parents before children. map is indexed by node and
+ * starts zeroed. While a chain of new nodes is numbered, each of them holds
+ * CHAIN_LINK | the node below it, so the chain is walked down again from
+ * its top without a bound on its depth (thread-pool hand-offs with
+ * culpert_span_enter_child_of nest as deep as the table holds). */
+#define CHAIN_LINK 0x80000000u
+_Static_assert(CULPERT__SPAN_NODES <= CHAIN_LINK, "node indexes leave CHAIN_LINK free");
+
 static size_t collect_spans(struct culpert__wsample *s, size_t ns, uint32_t *map,
                             struct culpert__wspan *out)
 {
@@ -401,22 +408,19 @@ static size_t collect_spans(struct culpert__wsample *s, size_t ns, uint32_t *map
   out[0].name = "";
   out[0].parent = 0;
   for (size_t i = 0; i < ns; i++) {
-    /* Number the chain root-first so parents get indexes before children. */
-    uint32_t chain[CULPERT__SPAN_NODES > 4096 ? 4096 : CULPERT__SPAN_NODES];
-    uint32_t depth = 0;
-    for (uint32_t node = s[i].span; node != 0 && map[node] == 0 && depth < 4096;) {
-      uint32_t parent = 0;
+    uint32_t top = 0, parent = 0;
+    for (uint32_t node = s[i].span; node != 0 && map[node] == 0; node = parent) {
       if (culpert__span_name(node, &parent) == NULL)
         break;
-      chain[depth++] = node;
-      node = parent;
+      map[node] = CHAIN_LINK | top;
+      top = node;
     }
-    while (depth > 0) {
-      uint32_t node = chain[--depth];
-      uint32_t parent = 0;
+    for (uint32_t node = top; node != 0;) {
+      uint32_t below = map[node] & ~CHAIN_LINK;
       out[n].name = culpert__span_name(node, &parent);
-      out[n].parent = parent != 0 ? map[parent] : 0;
+      out[n].parent = parent != 0 && map[parent] < CHAIN_LINK ? map[parent] : 0;
       map[node] = (uint32_t)n++;
+      node = below;
     }
     s[i].span = s[i].span != 0 ? map[s[i].span] : 0;
   }

@@ -644,8 +644,9 @@ static int sample_locations(struct ctx *c, const struct culpert__wsample *s, uin
       continue;
     uint64_t addr = k == 0 ? ip : ip - 1;
     long map = culpert__symbolize_find_map(c->sym, addr);
-    if (n == 0 && map >= 0 && culpert__symbolize_map(c->sym, (size_t)map)->is_self)
-      continue;
+    if (map >= 0 && culpert__symbolize_map(c->sym, (size_t)map)->is_self)
+      continue; /* culpert's own frames: above the sample, or a wrapper
+                 * (dlclose, quick_exit) that called the program's code */
     int found;
     int64_t idx = u64map_put(&c->loc_index, addr, (uint32_t)c->nlocs, &found);
     if (idx < 0)

@@ -105,18 +105,24 @@ static void label_span(const Perftools__Profiles__Sample *s, int64_t *id, int64_
   }
 }
 
+static int by_id(const void *a, const void *b)
+{
+  int64_t x = ((const struct span *)a)->id, y = ((const struct span *)b)->id;
+  return (x > y) - (x < y);
+}
+
+/* spans is sorted by id once collected: paths thousands of spans deep
+ * (thread-pool hand-offs) stay quick to print. */
 static const struct span *find_span(int64_t id)
 {
-  for (size_t i = 0; i < nspans; i++)
-    if (spans[i].id == id)
-      return &spans[i];
-  return NULL;
+  struct span key = {.id = id};
+  return bsearch(&key, spans, nspans, sizeof *spans, by_id);
 }
 
 static void print_path(int64_t id, int depth)
 {
   const struct span *s = find_span(id);
-  if (s == NULL || depth > 200) {
+  if (s == NULL || (size_t)depth > nspans) { /* a cycle */
     printf("?");
     return;
   }
@@ -184,9 +190,15 @@ int main(int argc, char **argv)
   for (size_t i = 0; i < prof->n_sample; i++) {
     struct span sp;
     label_span(prof->sample[i], &sp.id, &sp.parent, &sp.name);
-    if (sp.id != 0 && sp.name != NULL && find_span(sp.id) == NULL)
+    if (sp.id != 0 && sp.name != NULL)
       spans[nspans++] = sp;
   }
+  qsort(spans, nspans, sizeof *spans, by_id);
+  size_t kept = 0;
+  for (size_t i = 0; i < nspans; i++)
+    if (kept == 0 || spans[kept - 1].id != spans[i].id)
+      spans[kept++] = spans[i];
+  nspans = kept;
   int ao = value_index("alloc_objects"), as = value_index("alloc_space");
   int io = value_index("inuse_objects"), is = value_index("inuse_space");
   int ns = value_index("samples");

@@ -138,9 +138,9 @@ realloc_aligned)
   expect_totals r.pb.gz aligned "9 13456 9 13456 9"
   ;;
 failed_allocations)
-  # Allocations that fail (sizes above 2^62, some above INT64_MAX) give
-  # their bytes back to the countdown: at rate 0 the 1000 blocks after
-  # them are each recorded, and at 4K sampling goes on (three failed
+  # Allocations that fail (sizes above 2^62, some above INT64_MAX) leave a
+  # valid countdown: at rate 0 the 1000 blocks after them are each
+  # recorded, and at 4K sampling goes on as before (three failed
   # reallocs of 2^62 bytes once wrapped the count and ended sampling; a
   # failed malloc(SIZE_MAX - 4095) added 4096 bytes to it).
   CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/f0.pb.gz" run_pre "$BIN/wl_basic" --failures \
@@ -176,6 +176,12 @@ threads)
   expect_line "$out" '^done 1$' "wl_threads"
   expect_totals t.pb.gz pool/job "200 400000 0 0 200"
   expect_totals t.pb.gz churn "2000 200000 0 0 2000"
+  # a chain of 5000 hand-offs keeps every link (it was cut at 4096, the
+  # top written as a root)
+  CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/t.pb.gz" run_pre "$BIN/wl_threads" --relay \
+    >/dev/null 2>err || fail "wl_threads --relay failed: $(cat err)"
+  relays=$(profile t.pb.gz | awk '$2 == 1 && $3 == 777 { print $7 }' | tr '/' '\n' | grep -c '^\(span=\)\?relay$')
+  [ "$relays" = 5000 ] || fail "the 777-byte block lies under $relays relay spans, not 5000"
   ;;
 exit_race)
   # exit() while other threads allocate: clean exit, complete profile
@@ -507,6 +513,12 @@ dlopen)
   # their names (the dlclose wrapper noted the object)
   expect_line "$(profile d.pb.gz)" ' span=plugin frames=plugin_alloc;plugin_work;main(;|$| )' \
     "stack through the unloaded plugin"
+  # the plugin's destructor allocates inside dlclose, under culpert's
+  # wrapper: the stack holds libc's dlclose once, not the wrapper's too
+  expect_line "$(profile d.pb.gz)" '^sample 3 12963 .*frames=plugin_alloc;plugin_fini;.*;dlclose;main(;|$| )' \
+    "stack of an allocation inside dlclose"
+  n=$(profile d.pb.gz | awk '$3 == 12963 { sub(/^frames=/, "", $8); print $8 }' | tr ';' '\n' | grep -c '^dlclose$')
+  [ "$n" = 1 ] || fail "the stack of an allocation inside dlclose shows $n dlclose frames, not libc's alone"
   ;;
 stack_edges)
   # In both stack modes: a sample inside the program's own
@@ -574,6 +586,23 @@ unbiased)
   CULPERT_SEED=7 CULPERT_SAMPLE_RATE=64K CULPERT_QUIET=1 CULPERT_OUTPUT="$work/again.pb.gz" \
     run_pre "$BIN/wl_unbiased" >/dev/null
   [ "$(totals again.pb.gz mix)" = "$(totals u7.pb.gz mix)" ] || fail "CULPERT_SEED not reproducible"
+  ;;
+snapshot_unbiased)
+  # A snapshot's own allocations use up the program thread's countdown; a
+  # sample point that falls inside them must not make the program's next
+  # allocation a sample whatever its size (it did: 16-byte blocks counted
+  # as 64 KiB each). 200 snapshots among 10 000 blocks of 16 bytes, at
+  # R=64KiB: about 2.4 samples expected, every run within 4 standard errors.
+  R=65536
+  for seed in 1 2 3 4 5 6 7 8; do
+    truth=$(CULPERT_SEED=$seed CULPERT_SAMPLE_RATE=64K CULPERT_QUIET=1       CULPERT_OUTPUT="$work/s$seed.pb.gz" run_pre "$BIN/wl_unbiased" --snapshots) ||
+      fail "run $seed"
+    t=$(echo "$truth" | awk '{print $2}')
+    [ "$t" = 160000 ] || fail "wl_unbiased --snapshots printed '$truth'"
+    est=$(totals "s$seed.pb.gz" small | awk '{print $2}')
+    awk -v R=$R -v t="$t" -v e="${est:-0}" 'BEGIN { d = e - t; exit !(d * d <= 16 * R * t) }' ||
+      fail "seed $seed: span small estimated at ${est:-0} bytes, truth $t"
+  done
   ;;
 jemalloc)
   [ -n "${JEMALLOC:-}" ] && [ -f "$JEMALLOC" ] || exit 77

@@ -4,6 +4,9 @@
  * churn while other threads allocate. With CULPERT_SAMPLE_RATE=0:
  *   pool/job   4 workers x 50 x 2000 bytes = 200 objects, 400000 bytes
  *   churn      200 short threads x 10 x 100 bytes = 2000 objects, 200000 bytes
+ * With "--relay" it then allocates one block of 777 bytes in span "end"
+ * under a chain of RELAYS spans "relay", each a child of the one before,
+ * entered and left on this thread as a pool's tasks handing work on would.
  * With "--hang" it then starts SPINNERS threads that allocate and free
  * without end under the span "spin", prints "done 1" and waits for a
  * signal to end it. With "--grow MS" it then runs SPINNERS threads for MS
@@ -24,6 +27,7 @@
 #include "culpert.h"
 
 #define SPINNERS 2
+#define RELAYS   5000
 
 static uint64_t pool_id;
 
@@ -111,6 +115,21 @@ static void *grower(void *arg)
   return NULL;
 }
 
+static int relay(void)
+{
+  uint64_t id = 0;
+  for (int i = 0; i < RELAYS; i++) {
+    culpert_span_enter_child_of("relay", id);
+    id = culpert_span_current();
+    culpert_span_exit();
+  }
+  culpert_span_enter_child_of("end", id);
+  void *p = job_alloc(777);
+  culpert_span_exit();
+  free(p);
+  return p != NULL;
+}
+
 int main(int argc, char **argv)
 {
   pthread_t w[4], c;
@@ -158,6 +177,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < SPINNERS; i++)
       pthread_join(g[i], NULL);
   }
+  if (argc == 2 && strcmp(argv[1], "--relay") == 0 && !relay())
+    return 1;
   printf("done %d\n", rc == NULL);
   return 0;
 }

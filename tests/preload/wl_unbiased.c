@@ -3,17 +3,46 @@
  * wl_unbiased: a known mix of allocation sizes inside span "mix", nearly
  * all freed at once, plus a known set kept live in span "live". Prints the
  * true totals ("truth ALLOC_BYTES LIVE_BYTES") for the test to compare
- * with the profile's estimates.
+ * with the profile's estimates. With "--snapshots" it instead takes 200
+ * snapshots (culpert_snapshot, whose own allocations are culpert's, not
+ * the program's), each followed by 50 blocks of 16 bytes in span "small",
+ * and prints "truth ALLOC_BYTES".
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "culpert.h"
 
 static void *live[4096];
 
-int main(void)
+static int snapshots(void)
 {
+  unsigned long long total = 0;
+  culpert_span_enter("small");
+  for (int r = 0; r < 200; r++) {
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    culpert_snapshot(&buf, &len);
+    free(buf);
+    for (int i = 0; i < 50; i++) {
+      void *p = malloc(16);
+      if (p == NULL)
+        return 1;
+      ((volatile char *)p)[0] = 1;
+      free(p);
+      total += 16;
+    }
+  }
+  culpert_span_exit();
+  printf("truth %llu\n", total);
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  if (argc == 2 && strcmp(argv[1], "--snapshots") == 0)
+    return snapshots();
   static const size_t sizes[] = {8, 24, 64, 200, 1000, 4096, 20000, 100000, 700000};
   const int rounds = 2000;
   unsigned long long total = 0, live_total = 0;

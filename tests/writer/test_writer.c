@@ -598,9 +598,10 @@ static void test_writer_dlclosed_code(void **state)
   perftools__profiles__profile__free_unpacked(pr, NULL);
 }
 
-/* Frames inside the writer's own shared object (libculpert.so) at the top
- * of a stack are dropped; the same object deeper in a stack is kept. */
-static void test_writer_drops_leading_self_frames(void **state)
+/* Frames inside the writer's own shared object (libculpert.so) are dropped,
+ * at the top of a stack and deeper in it (a wrapper such as dlclose's runs
+ * the program's code). */
+static void test_writer_drops_self_frames(void **state)
 {
   (void)state;
   void *h = dlopen(CULPERT_FIXTURE_SELFSO, RTLD_NOW | RTLD_LOCAL);
@@ -627,9 +628,8 @@ static void test_writer_drops_leading_self_frames(void **state)
   free(gz);
   assert_int_equal(pr->sample[0]->n_location_id, 1);
   assert_string_equal(location_function(pr, pr->sample[0]->location_id[0]), "writer_fixture_root");
-  assert_int_equal(pr->sample[1]->n_location_id, 2);
-  const Perftools__Profiles__Location *l = location(pr, pr->sample[1]->location_id[1]);
-  assert_non_null(strstr(str(pr, mapping(pr, l->mapping_id)->filename), "writer_fixture_selfso"));
+  assert_int_equal(pr->sample[1]->n_location_id, 1);
+  assert_string_equal(location_function(pr, pr->sample[1]->location_id[0]), "writer_fixture_leaf");
   perftools__profiles__profile__free_unpacked(pr, NULL);
   dlclose(h);
 }
@@ -904,7 +904,7 @@ int main(void)
       cmocka_unit_test(test_writer_synthetic_ancestor_samples),
       cmocka_unit_test(test_writer_locations_symbolized),
       cmocka_unit_test(test_writer_unknown_address),
-      cmocka_unit_test(test_writer_drops_leading_self_frames),
+      cmocka_unit_test(test_writer_drops_self_frames),
       cmocka_unit_test(test_writer_shared_library_names),
       cmocka_unit_test(test_writer_file_and_line),
       cmocka_unit_test(test_writer_entry_points_without_lines),
