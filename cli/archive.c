@@ -572,6 +572,21 @@ static int fsync_dir(const char *dir)
   return rc;
 }
 
+static int write_all(int fd, const void *data, size_t len)
+{
+  const unsigned char *p = data;
+  while (len > 0) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0)
+      return -errno;
+    p += w;
+    len -= (size_t)w;
+  }
+  return 0;
+}
+
 /* Writes `len` bytes to a new temporary file `<dir>/.<stem>.XXXXXX`, fsync'ed
  * and given the usual file mode; its name goes to tmp. On failure nothing is
  * left behind and an error naming `label` is printed. */
@@ -591,22 +606,9 @@ static int write_temp(const char *dir, const char *stem, const void *data, size_
                    strerror(errno));
     return rc;
   }
-  const unsigned char *p = data;
-  size_t left = len;
-  while (left > 0) {
-    ssize_t w = write(fd, p, left);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w < 0) {
-      rc = -errno;
-      goto out;
-    }
-    p += w;
-    left -= (size_t)w;
-  }
-  if (fchmod(fd, file_mode()) != 0 || fsync(fd) != 0)
+  rc = write_all(fd, data, len);
+  if (rc == 0 && (fchmod(fd, file_mode()) != 0 || fsync(fd) != 0))
     rc = -errno;
-out:
   if (close(fd) != 0 && rc == 0)
     rc = -errno;
   if (rc < 0) {
@@ -616,26 +618,64 @@ out:
   return rc;
 }
 
-int culpert__archive_write_atomic(const char *path, const void *data, size_t len)
+int culpert__archive_output_target(const char *path, char target[PATH_MAX])
 {
-  char dir[PATH_MAX], tmp[PATH_MAX];
+  struct stat st, link;
   const char *slash = strrchr(path, '/');
   const char *base = slash ? slash + 1 : path;
-  if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
-    culpert__error("'%s' names a directory, not a file", path);
+  int exists = stat(path, &st) == 0;
+  if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
+      (exists && S_ISDIR(st.st_mode))) {
+    culpert__error("-o '%s' is a directory; give a file path", path);
     return -EISDIR;
   }
-  if (!slash)
-    snprintf(dir, sizeof dir, ".");
-  else if (slash == path)
-    snprintf(dir, sizeof dir, "/");
-  else if ((size_t)(slash - path) < sizeof dir)
-    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-  else {
+  if (exists && !S_ISREG(st.st_mode)) {
+    snprintf(target, PATH_MAX, "%s", path);
+    return 1;
+  }
+  if (exists && lstat(path, &link) == 0 && S_ISLNK(link.st_mode)) {
+    if (realpath(path, target) == NULL) {
+      int rc = -errno;
+      culpert__error("cannot resolve the link '%s': %s", path, strerror(errno));
+      return rc;
+    }
+    return 0;
+  }
+  if (strlen(path) >= PATH_MAX) {
     culpert__error("path too long: '%s'", path);
     return -ENAMETOOLONG;
   }
+  snprintf(target, PATH_MAX, "%s", path);
+  return 0;
+}
 
+/* A device or FIFO given as the output: written through, as a shell's
+ * redirection would. */
+static int write_in_place(const char *path, const void *data, size_t len)
+{
+  int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  int rc = fd < 0 ? -errno : write_all(fd, data, len);
+  if (fd >= 0 && close(fd) != 0 && rc == 0)
+    rc = -errno;
+  if (rc < 0)
+    culpert__error("cannot write '%s': %s", path, strerror(-rc));
+  return rc;
+}
+
+int culpert__archive_write_atomic(const char *out, const void *data, size_t len)
+{
+  char dir[PATH_MAX], tmp[PATH_MAX], path[PATH_MAX];
+  int kind = culpert__archive_output_target(out, path);
+  if (kind < 0)
+    return kind;
+  if (kind == 1)
+    return write_in_place(path, data, len);
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else
+    snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
   int rc = write_temp(dir, base, data, len, path, tmp);
   if (rc < 0)
     return rc;
@@ -1655,6 +1695,20 @@ static char *profiles_url(const char *endpoint, const char *tail, const char *qu
   return (char *)b.p;
 }
 
+/* Whether body is a JSON object whose "error" string begins with prefix. */
+static int json_error_starts(const char *body, const char *prefix)
+{
+  const char *p = strstr(body, "\"error\"");
+  if (p == NULL)
+    return 0;
+  p += strlen("\"error\"");
+  p += strspn(p, " \t\r\n");
+  if (*p++ != ':')
+    return 0;
+  p += strspn(p, " \t\r\n");
+  return *p == '"' && strncmp(p + 1, prefix, strlen(prefix)) == 0;
+}
+
 /* Appends "&name=<value percent-encoded>" (no '&' when q is empty). */
 static int query_add(struct buf *q, const char *name, const char *value)
 {
@@ -1743,10 +1797,12 @@ static int http_pull(const struct culpert__archive *a, const char *sha, const ch
   if (rc < 0)
     goto out;
   if (ans.status == 404) {
-    /* Only the archive's own "no such profile" counts as missing: a 404
-     * from anything else (a wrong base URL) is an error. */
+    /* Only the archive's own "no profile ..." counts as missing: a 404
+     * from anything else (a wrong base URL, the worker's "no such route")
+     * is an error. The message's start is what counts: it goes on to name
+     * the branch, which may hold any words. */
     const char *body = ans.body.p ? (const char *)ans.body.p : "";
-    if (strstr(body, "no such route") || !strstr(body, "\"error\"")) {
+    if (!json_error_starts(body, "no profile")) {
       report_status(a, &ans, "pull", NULL);
       rc = -EIO;
     } else {

@@ -18,6 +18,7 @@
 #define CULPERT_CLI_ARCHIVE_H
 
 #include <getopt.h>
+#include <limits.h>
 #include <stddef.h>
 
 /* Defaults of the connection options (cli/README.md, "upload"). */
@@ -140,9 +141,17 @@ int culpert__archive_upload_data(const struct culpert__archive *a, const char *n
 int culpert__archive_pull(const struct culpert__archive *a, const char *sha, const char *latest_of,
                           unsigned char **data, size_t *len, char found_sha[65]);
 
-/* Replaces `path` with `len` bytes at once: a temporary file in the same
- * directory, written, fsync'ed and renamed over `path`; the temporary is
- * removed on any failure. Errors are printed naming `path`. */
+/* What writing `path` replaces: 0 with `target` the regular file to
+ * replace (path itself, or the file a symbolic link at path names, so the
+ * link stays), 1 when path is an existing device, FIFO or socket, which is
+ * written through in place (renaming over /dev/null would replace it with
+ * a file), or <0 with an error printed (a directory). */
+int culpert__archive_output_target(const char *path, char target[PATH_MAX]);
+
+/* Replaces the file culpert__archive_output_target names with `len` bytes
+ * at once: a temporary file in the same directory, written, fsync'ed and
+ * renamed over it; the temporary is removed on any failure. A device or
+ * FIFO is written through instead. Errors are printed naming the path. */
 int culpert__archive_write_atomic(const char *path, const void *data, size_t len);
 
 #endif /* CULPERT_CLI_ARCHIVE_H */

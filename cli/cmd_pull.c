@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "archive.h"
@@ -49,21 +48,26 @@ static int write_stdout(const unsigned char *data, size_t len)
   return 0;
 }
 
-/* Checks, before any request, that -o PATH can be written: not a directory,
- * and in an existing directory we may create files in. */
+/* Checks, before any request, that -o PATH can be written: not a
+ * directory; a device or FIFO we may write; or a file (a link's target)
+ * in an existing directory we may create files in. */
 static int check_output(const char *path)
 {
-  char dir[4096];
-  struct stat st;
-  const char *slash = strrchr(path, '/');
-  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-    culpert__error("-o '%s' is a directory; give a file path", path);
-    return -EISDIR;
+  char target[PATH_MAX], dir[PATH_MAX];
+  int kind = culpert__archive_output_target(path, target);
+  if (kind < 0)
+    return kind;
+  if (kind == 1) {
+    if (access(target, W_OK) == 0)
+      return 0;
+    culpert__error("-o '%s': cannot write it: %s", path, strerror(errno));
+    return -errno;
   }
+  const char *slash = strrchr(target, '/');
   if (!slash)
     snprintf(dir, sizeof dir, ".");
   else
-    snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    snprintf(dir, sizeof dir, "%.*s", slash == target ? 1 : (int)(slash - target), target);
   if (access(dir, W_OK | X_OK) != 0) {
     culpert__error("-o '%s': cannot create files in '%s': %s", path, dir, strerror(errno));
     return -errno;

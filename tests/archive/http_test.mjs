@@ -361,6 +361,23 @@ test("pull: a 404 that is not the archive's (wrong base URL) stays an error with
 	assert.match(r.stderr, /no archive API at/);
 });
 
+test("pull: the worker's own 'no such route' (a base URL with an extra path) stays an error with --allow-missing", async () => {
+	server.setFallback({ status: 404, body: '{"error":"no such route: /api/v1/profiles/latest"}' });
+	const r = await run(["pull", ...conn(), "--latest-of", "main", "--allow-missing", "-o", path.join(dir, "x.pb.gz")]);
+	expectExit(r, 2, "pull");
+	assert.match(r.stderr, /no archive API at/);
+});
+
+test("pull: a missing profile on a branch whose name holds 'no such route' is missing, not a wrong URL", async () => {
+	const branch = "release/no such route";
+	server.setFallback({ status: 404, body: JSON.stringify({ error: `no profile on branch ${branch} in project default` }) });
+	const out = path.join(dir, "odd-branch.pb.gz");
+	const r = await run(["pull", ...conn(), "--latest-of", branch, "--allow-missing", "-o", out]);
+	expectExit(r, 0, "pull --allow-missing");
+	assert.match(r.stderr, /note: no profile for branch release\/no such route/);
+	assert.ok(!fs.existsSync(out), "nothing written");
+});
+
 test("a slow server: exit 2 once --timeout has passed, retries included", async () => {
 	server.setFallback({ delayMs: 30000, status: 200, body: profile.bytes });
 	const r = await run(["pull", ...conn(), "--sha", SHA, "--timeout", "2", "--retries", "5", "-o", path.join(dir, "slow.pb.gz")]);

@@ -5,6 +5,7 @@
 // files, and concurrent uploads. Usage: node local_test.mjs PATH/TO/culpert
 
 import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
@@ -175,4 +176,34 @@ test("-o - writes the profile to stdout", async () => {
 	const r = await run(["pull", "--endpoint", archive, "--sha", sha, "-o", "-"]);
 	expectExit(r, 0, "pull -o -");
 	assert.ok(r.stdout.equals(p.bytes));
+});
+
+test("-o through a symbolic link replaces the file it names and keeps the link; -o a FIFO or /dev/null writes through", async () => {
+	const archive = fresh();
+	const p = makeProfile(dir, "special.pb.gz");
+	const sha = randomSha();
+	expectExit(await up(archive, sha, "main", p.file), 0, "upload");
+
+	const target = path.join(dir, "link-target.pb.gz");
+	const link = path.join(dir, "link.pb.gz");
+	fs.writeFileSync(target, "old");
+	fs.symlinkSync(target, link);
+	expectExit(await pullTo(archive, link, "--sha", sha), 0, "pull -o LINK");
+	assert.ok(fs.lstatSync(link).isSymbolicLink(), "the link is still a link");
+	assert.ok(fs.readFileSync(target).equals(p.bytes), "its target holds the profile");
+
+	const fifo = path.join(dir, "out.fifo");
+	execFileSync("mkfifo", [fifo]);
+	const reader = spawn("cat", [fifo]);
+	const chunks = [];
+	reader.stdout.on("data", (c) => chunks.push(c));
+	const closed = new Promise((resolve) => reader.on("close", resolve));
+	expectExit(await pullTo(archive, fifo, "--sha", sha), 0, "pull -o FIFO");
+	await closed;
+	assert.ok(Buffer.concat(chunks).equals(p.bytes), "the reader got the profile");
+	assert.ok(fs.statSync(fifo).isFIFO(), "the FIFO is still a FIFO");
+
+	// As root, renaming over /dev/null replaced the device with a file.
+	expectExit(await pullTo(archive, "/dev/null", "--sha", sha), 0, "pull -o /dev/null");
+	assert.ok(fs.statSync("/dev/null").isCharacterDevice(), "/dev/null is still a device");
 });
