@@ -252,8 +252,8 @@ def wrapper(tmp, name, script):
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    archive = os.path.join(tmp, "archive")
-    os.mkdir(archive)  # a directory archive must exist; upload fills it
+    # not made here: the action's first run, with no baseline, creates it
+    archive = os.path.join(tmp, "archive", "culpert")
     before = os.path.join(tmp, "before.pb.gz")
     after = os.path.join(tmp, "after.pb.gz")
     subprocess.run([mkprofile, os.path.join(fixtures, "spec_before.txt"), before], check=True)
