@@ -759,7 +759,10 @@ static int write_exit_files(const char *path, enum say_ok say_ok, int say_failur
 }
 
 /* The exit profile's path: CULPERT_OUTPUT expanded, relative names
- * anchored at the start-up directory. */
+ * anchored at the start-up directory. A child writes beside its parent's
+ * file, unless that is a character device (CULPERT_OUTPUT=/dev/null):
+ * devices are written through, never replaced, so it writes there too
+ * instead of leaving /dev/null.PID files in /dev. */
 static int exit_path(char *path, size_t n)
 {
   size_t at = 0;
@@ -771,7 +774,11 @@ static int exit_path(char *path, size_t n)
     memcpy(path, start_dir, at);
     path[at++] = '/';
   }
-  return culpert__config_output_path(tmpl, pid, exe_name, is_child, path + at, n - at);
+  struct stat st;
+  int rc = culpert__config_output_path(tmpl, pid, exe_name, 0, path + at, n - at);
+  if (rc == 0 && is_child && !(stat(path, &st) == 0 && S_ISCHR(st.st_mode)))
+    rc = culpert__config_output_path(tmpl, pid, exe_name, 1, path + at, n - at);
+  return rc;
 }
 
 void culpert__output_at_exit(void)

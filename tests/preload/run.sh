@@ -703,7 +703,8 @@ output_not_regular)
   # CULPERT_OUTPUT naming something that is not a regular file: written
   # into, never replaced by a rename. A symbolic link stays a link (its
   # target gets the profile, a dangling one's target is created), a FIFO
-  # delivers the profile to its reader, a null device stays a device.
+  # delivers the profile to its reader, a null device stays a device (and
+  # takes the children's profiles too).
   printf 'old\n' >target
   ln -s target link
   ln -s made dangling
@@ -735,6 +736,13 @@ output_not_regular)
       fail "wl_basic with CULPERT_OUTPUT=null device failed: $(cat err)"
     [ -c "$work/null" ] || fail "CULPERT_OUTPUT=a null device: it is no longer a device"
     expect_line "$(cat err)" "^culpert: wrote profile to $work/null \([0-9]+ samples\)$" "a null device"
+    # children write to the device too, not to files named null.PID beside it
+    CULPERT_SAMPLE_RATE=0 CULPERT_QUIET=1 CULPERT_OUTPUT="$work/null" run_pre "$BIN/wl_fork" \
+      >out 2>err || fail "wl_fork with CULPERT_OUTPUT=null device failed: $(cat err)"
+    grep -q '^child ' out || fail "wl_fork started no child: $(cat out)"
+    [ -c "$work/null" ] || fail "CULPERT_OUTPUT=a null device: a child replaced it"
+    left=$(ls "$work" | grep '^null\.' || true)
+    [ -z "$left" ] || fail "children of CULPERT_OUTPUT=a null device wrote files: $left"
   fi
   ;;
 symbols)
