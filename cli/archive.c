@@ -618,7 +618,7 @@ static int write_temp(const char *dir, const char *stem, const void *data, size_
   return rc;
 }
 
-int culpert__archive_output_target(const char *path, char target[PATH_MAX])
+int culpert__output_target(const char *path, char target[PATH_MAX])
 {
   struct stat st, link;
   const char *slash = strrchr(path, '/');
@@ -665,7 +665,7 @@ static int write_in_place(const char *path, const void *data, size_t len)
 int culpert__archive_write_atomic(const char *out, const void *data, size_t len)
 {
   char dir[PATH_MAX], tmp[PATH_MAX], path[PATH_MAX];
-  int kind = culpert__archive_output_target(out, path);
+  int kind = culpert__output_target(out, path);
   if (kind < 0)
     return kind;
   if (kind == 1)

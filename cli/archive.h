@@ -146,9 +146,9 @@ int culpert__archive_pull(const struct culpert__archive *a, const char *sha, con
  * link stays), 1 when path is an existing device, FIFO or socket, which is
  * written through in place (renaming over /dev/null would replace it with
  * a file), or <0 with an error printed (a directory). */
-int culpert__archive_output_target(const char *path, char target[PATH_MAX]);
+int culpert__output_target(const char *path, char target[PATH_MAX]);
 
-/* Replaces the file culpert__archive_output_target names with `len` bytes
+/* Replaces the file culpert__output_target names with `len` bytes
  * at once: a temporary file in the same directory, written, fsync'ed and
  * renamed over it; the temporary is removed on any failure. A device or
  * FIFO is written through instead. Errors are printed naming the path. */

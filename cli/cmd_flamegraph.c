@@ -9,7 +9,7 @@
  * Span labels come from untrusted files: a parent chain that loops or nests
  * a span in itself is cut, never followed forever. The output file is
  * written under a temporary name and renamed, so a failure never leaves a
- * half-written file behind.
+ * half-written file behind (a device or FIFO is written through).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "archive.h"
 #include "cli.h"
 #include "flame.h"
 #include "format.h"
@@ -729,28 +730,50 @@ out:
 /* ---- output file -------------------------------------------------------- */
 
 /*
- * Open the destination: standard output, or a temporary file next to
- * `path` that finish_output() renames into place. *tmp receives the
- * temporary name (NULL for standard output).
+ * Open the destination: standard output; a device or FIFO, written through;
+ * or a temporary file beside the file `path` names (through a symbolic
+ * link, its target), which finish_output() renames into place. *tmp
+ * receives the temporary name and *final the name it takes (NULL for the
+ * first two).
  */
-static int open_output(const char *path, FILE **out, char **tmp)
+static int open_output(const char *path, FILE **out, char **tmp, char **final)
 {
+  char target[PATH_MAX];
   *out = NULL;
   *tmp = NULL;
+  *final = NULL;
   if (!path || strcmp(path, "-") == 0) {
     *out = stdout;
     return 0;
   }
-  size_t n = strlen(path) + sizeof ".tmp.XXXXXX";
+  int kind = culpert__output_target(path, target);
+  if (kind < 0)
+    return kind;
+  if (kind == 1) {
+    *out = fopen(path, "w");
+    if (*out)
+      return 0;
+    int err = errno;
+    culpert__error("cannot write output file '%s': %s", path, strerror(err));
+    return -err;
+  }
+  size_t n = strlen(target) + sizeof ".tmp.XXXXXX";
   char *name = malloc(n);
-  if (!name)
+  *final = strdup(target);
+  if (!name || !*final) {
+    free(name);
+    free(*final);
+    *final = NULL;
     return -ENOMEM;
-  snprintf(name, n, "%s.tmp.XXXXXX", path);
+  }
+  snprintf(name, n, "%s.tmp.XXXXXX", target);
   int fd = mkstemp(name);
   if (fd < 0) {
     int err = errno;
     culpert__error("cannot create output file '%s': %s", path, strerror(err));
     free(name);
+    free(*final);
+    *final = NULL;
     return -err;
   }
   /* mkstemp creates 0600; give the file the mode a plain create would. */
@@ -763,6 +786,8 @@ static int open_output(const char *path, FILE **out, char **tmp)
     close(fd);
     unlink(name);
     free(name);
+    free(*final);
+    *final = NULL;
     culpert__error("cannot write output file '%s': %s", path, strerror(err));
     return -err;
   }
@@ -771,12 +796,12 @@ static int open_output(const char *path, FILE **out, char **tmp)
 }
 
 /*
- * Flush and close. When `ok`, rename the temporary into place and report any
- * write error naming the file (or standard output); otherwise, or on any
- * error, remove the temporary so no half-written file is left. Returns 0 or
- * a negative errno.
+ * Flush and close. When `ok`, rename the temporary into place (as `final`)
+ * and report any write error naming the file (or standard output);
+ * otherwise, or on any error, remove the temporary so no half-written file
+ * is left. Returns 0 or a negative errno.
  */
-static int finish_output(const char *path, FILE *out, char *tmp, bool ok)
+static int finish_output(const char *path, FILE *out, char *tmp, char *final, bool ok)
 {
   int rc = 0;
   errno = 0;
@@ -784,20 +809,21 @@ static int finish_output(const char *path, FILE *out, char *tmp, bool ok)
     rc = errno ? -errno : -EIO;
   else if (ferror(out))
     rc = -EIO;
-  if (!tmp) {
+  if (out == stdout) {
     if (ok && rc != 0)
       culpert__error("cannot write to standard output: %s", strerror(-rc));
     return rc;
   }
   if (fclose(out) != 0 && rc == 0)
     rc = errno ? -errno : -EIO;
-  if (ok && rc == 0 && rename(tmp, path) != 0)
+  if (ok && rc == 0 && tmp && rename(tmp, final) != 0)
     rc = -errno;
   if (ok && rc != 0)
     culpert__error("cannot write output file '%s': %s", path, strerror(-rc));
-  if (!ok || rc != 0)
+  if (tmp && (!ok || rc != 0))
     unlink(tmp);
   free(tmp);
+  free(final);
   return rc;
 }
 
@@ -844,7 +870,7 @@ int culpert__cmd_flamegraph(int argc, char **argv)
   struct culpert__profile *p = NULL, *base = NULL;
   struct tree t = {0};
   FILE *out = NULL;
-  char *tmp = NULL;
+  char *tmp = NULL, *final = NULL;
   char err[512];
   char *subtitle = NULL;
   int status = CULPERT_EXIT_ERROR;
@@ -896,7 +922,7 @@ int culpert__cmd_flamegraph(int argc, char **argv)
             "were sampled at different rates; bytes or objects compare estimates\n",
             base->path, p->path);
 
-  if (open_output(o.output, &out, &tmp) != 0)
+  if (open_output(o.output, &out, &tmp, &final) != 0)
     goto out;
   if (o.svg) {
     char rate[CULPERT_FMT_RATES_MAX];
@@ -922,12 +948,12 @@ int culpert__cmd_flamegraph(int argc, char **argv)
   }
   if (rc == -ENOMEM) {
     culpert__error("out of memory writing the flame graph of '%s'", p->path);
-    finish_output(o.output, out, tmp, false);
+    finish_output(o.output, out, tmp, final, false);
     goto out;
   }
   /* A write error (-EIO) shows in the stream's error flag: finish_output
    * reports it, naming the file, and removes the temporary. */
-  if (finish_output(o.output, out, tmp, true) != 0)
+  if (finish_output(o.output, out, tmp, final, true) != 0)
     goto out;
   status = CULPERT_EXIT_OK;
 out:

@@ -54,7 +54,7 @@ static int write_stdout(const unsigned char *data, size_t len)
 static int check_output(const char *path)
 {
   char target[PATH_MAX], dir[PATH_MAX];
-  int kind = culpert__archive_output_target(path, target);
+  int kind = culpert__output_target(path, target);
   if (kind < 0)
     return kind;
   if (kind == 1) {

@@ -843,6 +843,12 @@ static int refuse_before_run(const struct run_opts *o)
                    o->output, o->output[olen - 1] == '/' ? "" : "/");
     return -1;
   }
+  if (bad == 0 && stat(probe, &st) == 0 && !S_ISREG(st.st_mode)) {
+    culpert__error("-o %s is not a regular file (a device or FIFO): culpert run reads the "
+                   "profile back from it; give a file name",
+                   o->output);
+    return -1;
+  }
   if (bad == 0 && !pid_in_dir)
     bad = output_dir_ok(probe, dir);
   if (bad != 0) {

@@ -3,6 +3,7 @@
  * main.c: the culpert command. Dispatches to cmd_<name>.c; the only place
  * that calls exit().
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,19 @@ static void usage(FILE *f)
              "  --version    show the version\n");
 }
 
+/* Output that did not reach standard output (a full disk) is an error,
+ * whatever the command found: a diff's regression (1) included, so that a
+ * gate never passes on a report nobody got. */
+static int stdout_checked(int rc)
+{
+  int err = fflush(stdout) != 0 ? errno : ferror(stdout) ? EIO : 0;
+  if (err != 0 && rc != CULPERT_EXIT_ERROR) {
+    culpert__error("cannot write to standard output: %s", strerror(err));
+    rc = CULPERT_EXIT_ERROR;
+  }
+  return rc;
+}
+
 int main(int argc, char **argv)
 {
   if (argc > 0 && argv[0])
@@ -60,20 +74,15 @@ int main(int argc, char **argv)
   const char *cmd = argv[1];
   if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
     usage(stdout);
-    return CULPERT_EXIT_OK;
+    return stdout_checked(CULPERT_EXIT_OK);
   }
   if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
     printf("culpert %s\n", CULPERT_VERSION_STRING);
-    return CULPERT_EXIT_OK;
+    return stdout_checked(CULPERT_EXIT_OK);
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (strcmp(cmd, commands[i].name) == 0) {
-      int rc = commands[i].run(argc - 1, argv + 1);
-      if (fflush(stdout) != 0 && rc == CULPERT_EXIT_OK) {
-        culpert__error("cannot write to standard output");
-        rc = CULPERT_EXIT_ERROR;
-      }
-      exit(rc);
+      exit(stdout_checked(commands[i].run(argc - 1, argv + 1)));
     }
   }
   culpert__error("unknown command '%s' (try 'culpert --help')", cmd);
