@@ -161,40 +161,6 @@ static int parse_nonneg_double(const char *s, bool allow_percent, double *out)
 
 /* ----------------------------------------------------------------- labels */
 
-/* Length of the valid UTF-8 sequence at s (1-4) and its code point in
- * *cp, or 0 when the bytes there are not valid UTF-8. */
-static size_t utf8_len(const unsigned char *s, uint32_t *cp)
-{
-  size_t n;
-  uint32_t c;
-  if (s[0] < 0x80) {
-    *cp = s[0];
-    return 1;
-  }
-  if (s[0] >= 0xC2 && s[0] <= 0xDF) {
-    n = 2;
-    c = s[0] & 0x1Fu;
-  } else if ((s[0] & 0xF0) == 0xE0) {
-    n = 3;
-    c = s[0] & 0x0Fu;
-  } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
-    n = 4;
-    c = s[0] & 0x07u;
-  } else {
-    return 0;
-  }
-  for (size_t i = 1; i < n; i++) {
-    if ((s[i] & 0xC0) != 0x80)
-      return 0;
-    c = (c << 6) | (s[i] & 0x3Fu);
-  }
-  if ((n == 3 && (c < 0x800 || (c >= 0xD800 && c <= 0xDFFF))) ||
-      (n == 4 && (c < 0x10000 || c > 0x10FFFF)))
-    return 0;
-  *cp = c;
-  return n;
-}
-
 /*
  * A copy of `s` safe to print on a terminal or in markdown: control
  * characters and invalid UTF-8 become '?', then the text is cut to
@@ -202,32 +168,15 @@ static size_t utf8_len(const unsigned char *s, uint32_t *cp)
  */
 static char *make_label(const char *s, size_t max_cols)
 {
-  size_t len = strlen(s);
-  char *clean = malloc(len + 1);
+  char *clean = strdup(s);
   char *out = NULL;
   if (!clean)
-    goto out;
-  const unsigned char *p = (const unsigned char *)s;
-  size_t used = 0;
-  while (*p) {
-    uint32_t cp = 0;
-    size_t n = utf8_len(p, &cp);
-    /* C0 and C1 controls and DEL could drive a terminal. */
-    if (n == 0 || cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)) {
-      clean[used++] = '?';
-      p++;
-    } else {
-      memcpy(clean + used, p, n);
-      used += n;
-      p += n;
-    }
-  }
-  clean[used] = '\0';
-  size_t outlen = used + 4; /* room for the ellipsis */
+    return NULL;
+  culpert__printable(clean);
+  size_t outlen = strlen(clean) + 4; /* room for the ellipsis */
   out = malloc(outlen);
   if (out)
     culpert__truncate(clean, max_cols, out, outlen);
-out:
   free(clean);
   return out;
 }
@@ -693,50 +642,6 @@ static void put_md_flat(FILE *f, const struct diff *d)
 
 /* ------------------------------------------------------------------- JSON */
 
-/* A JSON string: quotes, backslashes and control characters escaped,
- * invalid UTF-8 replaced by U+FFFD so the document stays valid. */
-static void put_json_string(FILE *f, const char *s)
-{
-  const unsigned char *p = (const unsigned char *)s;
-  fputc('"', f);
-  while (*p) {
-    if (*p == '"' || *p == '\\') {
-      fputc('\\', f);
-      fputc(*p++, f);
-    } else if (*p < 0x20) {
-      switch (*p) {
-      case '\n':
-        fputs("\\n", f);
-        break;
-      case '\t':
-        fputs("\\t", f);
-        break;
-      case '\r':
-        fputs("\\r", f);
-        break;
-      default:
-        fprintf(f, "\\u%04x", *p);
-        break;
-      }
-      p++;
-    } else {
-      uint32_t cp = 0;
-      size_t n = utf8_len(p, &cp);
-      if (n == 0) {
-        fputs("\\ufffd", f);
-        p++;
-      } else if (cp >= 0x7F && cp <= 0x9F) {
-        fprintf(f, "\\u%04" PRIx32, cp);
-        p += n;
-      } else {
-        fwrite(p, 1, n, f);
-        p += n;
-      }
-    }
-  }
-  fputc('"', f);
-}
-
 static int cmp_kv(const void *x, const void *y)
 {
   const struct culpert__kv *a = x, *b = y;
@@ -762,9 +667,9 @@ static int put_json_metadata(FILE *f, const struct culpert__profile *p)
     if (i && strcmp(kv[i].key, kv[i - 1].key) == 0)
       continue;
     fputs(i ? ",\n      " : "\n      ", f);
-    put_json_string(f, kv[i].key);
+    culpert__put_json_string(f, kv[i].key);
     fputs(": ", f);
-    put_json_string(f, kv[i].value);
+    culpert__put_json_string(f, kv[i].value);
   }
   fputs("\n    }", f);
   free(kv);
@@ -783,7 +688,7 @@ static int put_json(FILE *f, const struct diff *d)
     if (rc < 0)
       return rc;
     fputs(",\n    \"path\": ", f);
-    put_json_string(f, p->path);
+    culpert__put_json_string(f, p->path);
     int64_t peak;
     if (culpert__profile_peak_inuse(p, &peak) > 0)
       fprintf(f, ",\n    \"peak_inuse_bytes\": %" PRId64, peak);
@@ -802,7 +707,7 @@ static int put_json(FILE *f, const struct diff *d)
             "%s\n    {\"after\": %" PRId64 ", \"before\": %" PRId64 ", \"delta\": %" PRId64
             ", \"kind\": \"%s\", \"name\": ",
             i ? "," : "", r->after, r->before, r->delta, kind_names[r->kind]);
-    put_json_string(f, r->name);
+    culpert__put_json_string(f, r->name);
     fprintf(f, ", \"noise\": %s, \"pct\": ", r->noise ? "true" : "false");
     if (r->before > 0)
       fprintf(f, "%.2f", r->pct);

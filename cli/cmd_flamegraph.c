@@ -85,7 +85,8 @@ static void usage(FILE *f)
           "  -o, --output FILE       write to FILE instead of standard output\n"
           "  -h, --help              show this help\n"
           "\n"
-          "Folded names: ';' becomes ':' and control characters become '?'.\n"
+          "Folded names: ';' becomes ':'; control characters and bytes that are not UTF-8\n"
+          "become '?'.\n"
           "SVG: frames narrower than 0.1%% of the total are merged into one grey\n"
           "frame per parent; hover shows name, weight and share, click zooms.\n"
           "Profiles larger than %u MiB decompressed are refused.\n"
@@ -616,17 +617,18 @@ static int cmp_line(const void *a, const void *b)
   return strcmp(((const struct folded_line *)a)->text, ((const struct folded_line *)b)->text);
 }
 
-/* Append `name` to buf at *len with ';' -> ':' and control bytes -> '?'. */
+/* Append `name` to buf at *len with ';' -> ':', and control characters
+ * and bytes that are not UTF-8 -> '?' (culpert__printable; never longer). */
 static void put_folded_name(char *buf, size_t *len, const char *name)
 {
-  for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
-    unsigned char ch = *c;
-    if (ch == ';')
-      ch = ':';
-    else if (ch < 0x20 || ch == 0x7f)
-      ch = '?';
-    buf[(*len)++] = (char)ch;
-  }
+  char *start = buf + *len;
+  size_t n = strlen(name);
+  memcpy(start, name, n + 1);
+  culpert__printable(start);
+  for (char *c = start; *c; c++)
+    if (*c == ';')
+      *c = ':';
+  *len += strlen(start);
 }
 
 /* Whether the stack ending at `n` gets a folded line. */

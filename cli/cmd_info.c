@@ -48,7 +48,9 @@ static void line(const char *label, const char *value)
 {
   char l[64];
   snprintf(l, sizeof l, "%s:", label);
-  printf("%-*s%s\n", LABEL_COLS, l, value);
+  printf("%-*s", LABEL_COLS, l);
+  culpert__put_printable(stdout, value);
+  putchar('\n');
 }
 
 static int str_cmp(const void *x, const void *y)
@@ -110,9 +112,11 @@ static void kv_section(const char *title, const struct culpert__kv *kv, size_t n
   for (size_t i = 0; i < n; i++) {
     if (skip && skip(kv[i].key))
       continue;
-    fputs("  ", stdout);
-    culpert__put_padded(stdout, kv[i].key, width + 2, 0);
-    printf("%s\n", kv[i].value);
+    printf("  ");
+    culpert__put_printable(stdout, kv[i].key);
+    printf("%*s", (int)(width + 2 - culpert__display_width(kv[i].key)), "");
+    culpert__put_printable(stdout, kv[i].value);
+    putchar('\n');
   }
 }
 
@@ -196,8 +200,11 @@ static void show(const struct culpert__profile *p, long spans)
   kv_section("Metadata", p->metadata, p->nmetadata, NULL);
   if (p->nnotes) {
     printf("\nComments:\n");
-    for (size_t i = 0; i < p->nnotes; i++)
-      printf("  %s\n", p->notes[i]);
+    for (size_t i = 0; i < p->nnotes; i++) {
+      printf("  ");
+      culpert__put_printable(stdout, p->notes[i]);
+      putchar('\n');
+    }
   }
 }
 

@@ -118,10 +118,7 @@ static void help(FILE *f)
 static const char *label_for(const char *s, size_t cols, char out[LABEL_BUF])
 {
   culpert__truncate(s, cols, out, LABEL_BUF);
-  for (char *p = out; *p; p++)
-    if ((unsigned char)*p < 0x20 || *p == 0x7f)
-      *p = '?';
-  return out;
+  return culpert__printable(out);
 }
 
 static double pct(int64_t part, int64_t whole)
@@ -142,54 +139,19 @@ static void rate_and_samples(const struct culpert__profile *p, char *buf, size_t
 
 /* ---- JSON helpers ------------------------------------------------------ */
 
-/* A JSON string: escapes, control characters as \u00XX, invalid UTF-8 bytes
- * replaced by U+FFFD so the document is always valid. */
-static void json_str(FILE *f, const char *s)
-{
-  const unsigned char *p = (const unsigned char *)s;
-  fputc('"', f);
-  while (*p) {
-    unsigned char c = *p;
-    if (c == '"' || c == '\\') {
-      fputc('\\', f);
-      fputc(c, f);
-      p++;
-    } else if (c < 0x20 || c == 0x7f) {
-      fprintf(f, "\\u%04x", c);
-      p++;
-    } else if (c < 0x80) {
-      fputc(c, f);
-      p++;
-    } else {
-      size_t n = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-      size_t i = 1;
-      while (n && i < n && (p[i] & 0xC0) == 0x80)
-        i++;
-      if (n && i == n) {
-        fwrite(p, 1, n, f);
-        p += n;
-      } else {
-        fputs("\\ufffd", f);
-        p++;
-      }
-    }
-  }
-  fputc('"', f);
-}
-
 /* The keys every JSON view shares, in two runs so that each document keeps
  * its keys sorted: "file", "inuse", "rate_bytes" ... "samples_recorded",
  * "schema_version". */
 static void json_common_a(FILE *f, const struct culpert__profile *p, const struct opts *o)
 {
   fputs("\"file\":", f);
-  json_str(f, p->path);
+  culpert__put_json_string(f, p->path);
   if (p->nparts > 1) {
     fputs(",\"files\":[", f);
     for (size_t i = 0; i < p->nparts; i++) {
       if (i)
         fputc(',', f);
-      json_str(f, p->part_paths[i]);
+      culpert__put_json_string(f, p->part_paths[i]);
     }
     fputc(']', f);
   }
@@ -321,7 +283,7 @@ struct jframe {
 static void json_node_close(FILE *f, const struct culpert__span_node *n)
 {
   fputs("],\"name\":", f);
-  json_str(f, n->name);
+  culpert__put_json_string(f, n->name);
   fprintf(f,
           ",\"self_bytes\":%" PRId64 ",\"self_samples\":%" PRId64 ",\"total_bytes\":%" PRId64
           ",\"total_samples\":%" PRId64 "}",
@@ -529,7 +491,7 @@ static int flat(FILE *f, const struct culpert__profile *p, const struct opts *o,
     for (size_t i = 0; i < nrows; i++) {
       fputs(i ? ",{\"bytes\":" : "{\"bytes\":", f);
       fprintf(f, "%" PRId64 ",\"name\":", rows[i].bytes);
-      json_str(f, rows[i].name);
+      culpert__put_json_string(f, rows[i].name);
       fprintf(f, ",\"pct\":%.2f,\"samples\":%" PRId64 "}", pct(rows[i].bytes, whole),
               rows[i].samples);
     }
@@ -730,13 +692,13 @@ json:
     for (size_t i = 0; i < nrows; i++) {
       fprintf(f, "%s{\"bytes\":%" PRId64 ",\"file\":", i ? "," : "", rows[i].bytes);
       if (rows[i].file)
-        json_str(f, rows[i].file);
+        culpert__put_json_string(f, rows[i].file);
       else
         fputs("null", f);
       fputs(",\"function\":", f);
-      json_str(f, rows[i].function ? rows[i].function : rows[i].name);
+      culpert__put_json_string(f, rows[i].function ? rows[i].function : rows[i].name);
       fputs(",\"label\":", f);
-      json_str(f, rows[i].name);
+      culpert__put_json_string(f, rows[i].name);
       fprintf(f, ",\"line\":%" PRId64 ",\"pct\":%.2f,\"samples\":%" PRId64 "}", rows[i].line,
               pct(rows[i].bytes, whole), rows[i].samples);
     }
@@ -746,7 +708,7 @@ json:
     json_common_b(f, p);
     fputs(",\"span\":", f);
     if (o->span)
-      json_str(f, o->span);
+      culpert__put_json_string(f, o->span);
     else
       fputs("null", f);
     fprintf(f,

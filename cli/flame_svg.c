@@ -201,18 +201,9 @@ static void xml_text(FILE *f, const char *s)
       p++;
       continue;
     }
-    size_t n = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    uint32_t cp = n == 2 ? c & 0x1Fu : n == 3 ? c & 0x0Fu : c & 0x07u;
-    size_t i = 1;
-    for (; n && i < n; i++) {
-      if ((p[i] & 0xC0) != 0x80)
-        break;
-      cp = (cp << 6) | (p[i] & 0x3Fu);
-    }
-    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
-    bool ok = n != 0 && i == n && cp >= min_cp[n] && cp <= 0x10FFFF &&
-              !(cp >= 0xD800 && cp <= 0xDFFF) && cp != 0xFFFE && cp != 0xFFFF &&
-              !(cp >= 0x80 && cp <= 0x9F);
+    uint32_t cp = 0;
+    size_t n = culpert__utf8_char(p, &cp);
+    bool ok = n != 0 && cp != 0xFFFE && cp != 0xFFFF && !(cp >= 0x80 && cp <= 0x9F);
     if (ok) {
       fwrite(p, 1, n, f);
       p += n;

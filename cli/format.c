@@ -173,3 +173,119 @@ void culpert__put_padded(FILE *f, const char *s, size_t width, int right)
   if (!right)
     fprintf(f, "%*s", (int)pad, "");
 }
+
+size_t culpert__utf8_char(const unsigned char *s, uint32_t *cp)
+{
+  size_t n;
+  uint32_t c;
+  if (s[0] < 0x80) {
+    *cp = s[0];
+    return 1;
+  }
+  if (s[0] >= 0xC2 && s[0] <= 0xDF) {
+    n = 2;
+    c = s[0] & 0x1Fu;
+  } else if ((s[0] & 0xF0) == 0xE0) {
+    n = 3;
+    c = s[0] & 0x0Fu;
+  } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+    n = 4;
+    c = s[0] & 0x07u;
+  } else {
+    return 0;
+  }
+  for (size_t i = 1; i < n; i++) {
+    if ((s[i] & 0xC0) != 0x80)
+      return 0;
+    c = (c << 6) | (s[i] & 0x3Fu);
+  }
+  if ((n == 3 && (c < 0x800 || (c >= 0xD800 && c <= 0xDFFF))) ||
+      (n == 4 && (c < 0x10000 || c > 0x10FFFF)))
+    return 0;
+  *cp = c;
+  return n;
+}
+
+
+/* Whether a character n bytes long (0: a byte that is not UTF-8) with code
+ * point cp could drive a terminal: C0 and C1 controls, DEL, stray bytes. */
+static bool unprintable(size_t n, uint32_t cp)
+{
+  return n == 0 || cp < 0x20 || (cp >= 0x7F && cp <= 0x9F);
+}
+
+char *culpert__printable(char *s)
+{
+  const unsigned char *r = (const unsigned char *)s;
+  char *w = s;
+  while (*r) {
+    uint32_t cp = 0;
+    size_t n = culpert__utf8_char(r, &cp);
+    if (unprintable(n, cp)) {
+      *w++ = '?';
+      r += n ? n : 1;
+    } else {
+      memmove(w, r, n);
+      w += n;
+      r += n;
+    }
+  }
+  *w = '\0';
+  return s;
+}
+
+void culpert__put_printable(FILE *f, const char *s)
+{
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    uint32_t cp = 0;
+    size_t n = culpert__utf8_char(p, &cp);
+    if (unprintable(n, cp))
+      fputc('?', f);
+    else
+      fwrite(p, 1, n, f);
+    p += n ? n : 1;
+  }
+}
+
+void culpert__put_json_string(FILE *f, const char *s)
+{
+  const unsigned char *p = (const unsigned char *)s;
+  fputc('"', f);
+  while (*p) {
+    if (*p == '"' || *p == '\\') {
+      fputc('\\', f);
+      fputc(*p++, f);
+    } else if (*p < 0x20) {
+      switch (*p) {
+      case '\n':
+        fputs("\\n", f);
+        break;
+      case '\t':
+        fputs("\\t", f);
+        break;
+      case '\r':
+        fputs("\\r", f);
+        break;
+      default:
+        fprintf(f, "\\u%04x", *p);
+        break;
+      }
+      p++;
+    } else {
+      uint32_t cp = 0;
+      size_t n = culpert__utf8_char(p, &cp);
+      if (n == 0) {
+        fputs("\\ufffd", f);
+        p++;
+      } else if (cp >= 0x7F && cp <= 0x9F) {
+        fprintf(f, "\\u%04" PRIx32, cp);
+        p += n;
+      } else {
+        fwrite(p, 1, n, f);
+        p += n;
+      }
+    }
+  }
+  fputc('"', f);
+}

@@ -40,6 +40,23 @@ size_t culpert__display_width(const char *s);
  * columns at a character boundary, ending with "…" when cut. Returns out. */
 char *culpert__truncate(const char *s, size_t max_cols, char *out, size_t outlen);
 
+/* Length (1-4) of the valid UTF-8 character at s, its code point in *cp;
+ * 0 when the bytes there are not valid UTF-8 (overlong forms, surrogates
+ * and code points past U+10FFFF included). */
+size_t culpert__utf8_char(const unsigned char *s, uint32_t *cp);
+
+/* Names and values come from files: before they reach a terminal, each C0
+ * or C1 control character, DEL, and each byte that is not UTF-8 becomes
+ * one '?', which takes the column culpert__display_width gave it.
+ * culpert__printable does so in place and returns s. */
+char *culpert__printable(char *s);
+void culpert__put_printable(FILE *f, const char *s);
+
+/* `s` as a JSON string: quotes, backslashes and control characters (C1
+ * and DEL too) escaped, each invalid UTF-8 byte written as U+FFFD, so the
+ * document stays valid. */
+void culpert__put_json_string(FILE *f, const char *s);
+
 /* Write `s` padded with spaces to `width` display columns, on the left
  * (right-aligned) when `right` is non-zero. Longer strings are not cut. */
 void culpert__put_padded(FILE *f, const char *s, size_t width, int right);
