@@ -39,7 +39,7 @@ static const char *const default_skips[] = {
     "^(__)?(strdup|strndup|wcsdup)$",
     "^operator new",
     "^_Zn[wa]",
-    "(^|::)(_M_)?allocate(\\(|$)",
+    "::(_M_)?allocate(\\(|$)",
     "^__rust_(alloc|alloc_zeroed|realloc)$",
     "^__r(dl|g)_(alloc|alloc_zeroed|realloc)$",
     "^alloc::(alloc|raw_vec)::",
