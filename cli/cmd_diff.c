@@ -90,6 +90,7 @@ struct tnode {
   const char *name; /* borrowed from the span trees, which outlive this one */
   char *label;
   int64_t before, after; /* subtree totals */
+  double var;             /* of after - before (culpert__estimate_var) */
   struct tnode **kids;
   size_t nkids;
   size_t nshow;    /* kids shown after --top (kids are sorted) */
@@ -118,15 +119,6 @@ static int64_t sat_delta(int64_t after, int64_t before)
 static int64_t abs64(int64_t v)
 {
   return v < 0 ? -v : v; /* callers pass values from sat_delta */
-}
-
-/* Standard error of (after - before): each estimate B has variance about
- * R*B (profile-format.md, "The estimate"), and the two are independent. */
-static double stderr_of_delta(int64_t rate_b, int64_t before, int64_t rate_a, int64_t after)
-{
-  double vb = rate_b > 0 && before > 0 ? (double)rate_b * (double)before : 0.0;
-  double va = rate_a > 0 && after > 0 ? (double)rate_a * (double)after : 0.0;
-  return sqrt(vb + va);
 }
 
 /* A non-negative byte count in the shared syntax (src/bytesize.h) that
@@ -186,7 +178,8 @@ static char *make_label(const char *s, size_t max_cols)
 struct name_value {
   const char *name;
   int64_t value;
-  int side; /* 0 before, 1 after */
+  double var; /* of the estimate value (culpert__estimate_var) */
+  int side;   /* 0 before, 1 after */
 };
 
 static int cmp_name_value(const void *x, const void *y)
@@ -254,6 +247,7 @@ static int build_rows(struct diff *d)
       const struct culpert__sample *s = &p->samples[i];
       nv[n].name = s->span_name ? s->span_name : CULPERT_NO_SPAN_NAME;
       nv[n].value = o->inuse ? s->inuse_bytes : s->bytes;
+      nv[n].var = culpert__estimate_var(culpert__profile_sample_rate(p, i), nv[n].value);
       nv[n].side = side;
       n++;
     }
@@ -268,11 +262,13 @@ static int build_rows(struct diff *d)
     memset(r, 0, sizeof *r);
     r->name = nv[i].name;
     size_t j = i;
+    double var = 0;
     for (; j < n && strcmp(nv[j].name, r->name) == 0; j++) {
       if (nv[j].side == 0)
         r->before = sat_add(r->before, nv[j].value);
       else
         r->after = sat_add(r->after, nv[j].value);
+      var += nv[j].var;
     }
     i = j;
     /* A span with nothing on either side (a parent that only carries the
@@ -282,7 +278,7 @@ static int build_rows(struct diff *d)
     d->nrows++;
     r->delta = sat_delta(r->after, r->before);
     r->pct = r->before > 0 ? (double)r->delta * 100.0 / (double)r->before : 0.0;
-    r->se = stderr_of_delta(d->prof[0]->rate, r->before, d->prof[1]->rate, r->after);
+    r->se = sqrt(var);
     r->label = make_label(r->name, DIFF_LABEL_COLS);
     if (!r->label)
       goto out;
@@ -339,15 +335,41 @@ static void put_gate_lines(FILE *f, const struct diff_opts *o, const struct gate
             o->noise_sigma);
 }
 
+/* A side's rate, or, for a directory of profiles taken at several rates,
+ * that it has none. */
+static const char *side_rate(char buf[CULPERT_FMT_RATES_MAX], const struct culpert__profile *p)
+{
+  if (p->mixed_rates)
+    snprintf(buf, CULPERT_FMT_RATES_MAX, "differs between its %zu profiles", p->nparts);
+  else
+    culpert__fmt_rate(buf, p->rate);
+  return buf;
+}
+
+static bool rates_differ(const struct diff *d)
+{
+  return d->prof[0]->mixed_rates || d->prof[1]->mixed_rates ||
+         d->prof[0]->rate != d->prof[1]->rate;
+}
+
 static void put_rate_line(FILE *f, const struct diff *d, const char *lead)
 {
-  char rb[CULPERT_FMT_MAX], ra[CULPERT_FMT_MAX];
-  culpert__fmt_rate(rb, d->prof[0]->rate);
-  culpert__fmt_rate(ra, d->prof[1]->rate);
-  if (d->prof[0]->rate == d->prof[1]->rate)
+  char rb[CULPERT_FMT_RATES_MAX], ra[CULPERT_FMT_RATES_MAX];
+  side_rate(rb, d->prof[0]);
+  side_rate(ra, d->prof[1]);
+  if (!rates_differ(d))
     fprintf(f, "%s%s\n", lead, rb);
   else
     fprintf(f, "%sbefore %s, after %s (differ: compared on unbiased estimates)\n", lead, rb, ra);
+}
+
+/* Whether any sample of p was taken at a rate, not exactly. */
+static bool estimated(const struct culpert__profile *p)
+{
+  for (size_t i = 0; i < p->nparts; i++)
+    if (p->parts[i].rate > 0)
+      return true;
+  return p->rate > 0;
 }
 
 /* "1.50 MB (estimated)", "1.50 MB in use (estimated)", "... (exact)". */
@@ -355,7 +377,16 @@ static void put_total(FILE *f, const struct diff *d, int side)
 {
   char b[CULPERT_FMT_MAX];
   fprintf(f, "total %s%s %s", culpert__fmt_bytes(b, d->total[side]), d->o->inuse ? " in use" : "",
-          d->prof[side]->rate > 0 ? "(estimated)" : "(exact)");
+          estimated(d->prof[side]) ? "(estimated)" : "(exact)");
+}
+
+/* A side's rate in JSON: null for one taken at several rates. */
+static void put_json_rate(FILE *f, const struct culpert__profile *p)
+{
+  if (p->mixed_rates)
+    fputs("null", f);
+  else
+    fprintf(f, "%" PRId64, p->rate);
 }
 
 /* "+256.00 KB  (+16.67%)" (text) or "+256.00 KB (+16.67%)" (markdown). */
@@ -694,12 +725,14 @@ static int put_json(FILE *f, const struct diff *d)
       fprintf(f, ",\n    \"peak_inuse_bytes\": %" PRId64, peak);
     else
       fputs(",\n    \"peak_inuse_bytes\": null", f);
-    fprintf(f, ",\n    \"rate_bytes\": %" PRId64 ",\n    \"total_bytes\": %" PRId64 "\n  },\n",
-            p->rate, d->total[side]);
+    fputs(",\n    \"rate_bytes\": ", f);
+    put_json_rate(f, p);
+    fprintf(f, ",\n    \"total_bytes\": %" PRId64 "\n  },\n", d->total[side]);
   }
   fprintf(f, "  \"inuse\": %s,\n", o->inuse ? "true" : "false");
-  fprintf(f, "  \"rate_bytes\": %" PRId64 ",\n", d->prof[1]->rate);
-  fprintf(f, "  \"rates_differ\": %s,\n", d->prof[0]->rate != d->prof[1]->rate ? "true" : "false");
+  fputs("  \"rate_bytes\": ", f);
+  put_json_rate(f, d->prof[1]);
+  fprintf(f, ",\n  \"rates_differ\": %s,\n", rates_differ(d) ? "true" : "false");
   fputs("  \"rows\": [", f);
   for (size_t i = 0; i < d->nrows; i++) {
     const struct diff_row *r = &d->rows[i];
@@ -780,6 +813,7 @@ static int tree_merge(const struct culpert__span_node *b, const struct culpert__
     goto out;
   n->before = b ? b->total_bytes : 0;
   n->after = a ? a->total_bytes : 0;
+  n->var = (b ? b->total_var : 0) + (a ? a->total_var : 0);
   size_t nb = b ? b->nchildren : 0, na = a ? a->nchildren : 0;
   if (depth >= DIFF_TREE_MAX_DEPTH || nb + na == 0) {
     n->cut_deeper = nb + na > 0;
@@ -879,7 +913,7 @@ static void tree_measure(const struct tnode *n, size_t pcols, bool top, struct t
 }
 
 static void put_tree_numbers(FILE *f, const struct diff *d, const struct tree_layout *lay,
-                             int64_t before, int64_t after)
+                             int64_t before, int64_t after, double var)
 {
   char b[4][CULPERT_FMT_MAX], pb[CULPERT_FMT_MAX];
   culpert__put_padded(f, culpert__fmt_bytes(b[0], before), 12, 1);
@@ -887,9 +921,7 @@ static void put_tree_numbers(FILE *f, const struct diff *d, const struct tree_la
   culpert__put_padded(f, culpert__fmt_delta(b[2], sat_delta(after, before)), 12, 1);
   culpert__put_padded(f, pct_cell(pb, before, after), lay->pct_w, 1);
   if (d->o->noise_on)
-    culpert__put_padded(
-        f, se_cell(b[3], stderr_of_delta(d->prof[0]->rate, before, d->prof[1]->rate, after)), 12,
-        1);
+    culpert__put_padded(f, se_cell(b[3], sqrt(var)), 12, 1);
   fputc('\n', f);
 }
 
@@ -913,7 +945,7 @@ static void tree_print(FILE *f, const struct diff *d, const struct tnode *n, cha
     fwrite(prefix, 1, plen, f);
     fputs(glyph, f);
     culpert__put_padded(f, cut, lay->name_w - pcols - gcols, 0);
-    put_tree_numbers(f, d, lay, k->before, k->after);
+    put_tree_numbers(f, d, lay, k->before, k->after, k->var);
     size_t clen = strlen(cont);
     memcpy(prefix + plen, cont, clen);
     tree_print(f, d, k, prefix, plen + clen, pcols + gcols, false, lay);

@@ -2143,7 +2143,8 @@ int culpert__profile_merge(struct culpert__profile **in, size_t n, struct culper
   uint32_t *refs = arena_calloc(a, nrefs ? nrefs : 1, sizeof *refs);
   char *path = arena_alloc(a, paths);
   const char **part_paths = arena_calloc(a, n, sizeof *part_paths);
-  if (!m->samples || !m->frames || !refs || !path || !part_paths)
+  struct culpert__part *part = arena_calloc(a, n, sizeof *part);
+  if (!m->samples || !m->frames || !refs || !path || !part_paths || !part)
     goto nomem;
 
   /* Header: the first file's, with what the others change. Values are
@@ -2199,6 +2200,8 @@ int culpert__profile_merge(struct culpert__profile **in, size_t n, struct culper
     }
     free(map.keys);
     free(map.vals);
+    part[i].rate = p->rate;
+    part[i].end = m->nsamples;
     sum_sat(&m->total_bytes, p->total_bytes);
     sum_sat(&m->total_objects, p->total_objects);
     sum_sat(&m->total_inuse_bytes, p->total_inuse_bytes);
@@ -2212,6 +2215,7 @@ int culpert__profile_merge(struct culpert__profile **in, size_t n, struct culper
   m->path = path;
   m->nparts = n;
   m->part_paths = part_paths;
+  m->parts = part;
   *out = m;
   return 0;
 
@@ -2223,6 +2227,26 @@ nomem:
   snprintf(err, errlen, "out of memory merging %zu profiles", n);
   model_free(a);
   return -ENOMEM;
+}
+
+int64_t culpert__profile_sample_rate(const struct culpert__profile *p, size_t i)
+{
+  if (p->nparts == 0 || !p->mixed_rates)
+    return p->rate;
+  size_t lo = 0, hi = p->nparts - 1; /* the first file whose end lies past i */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (p->parts[mid].end > i)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return p->parts[lo].rate;
+}
+
+double culpert__estimate_var(int64_t rate, int64_t bytes)
+{
+  return rate > 0 && bytes > 0 ? (double)rate * (double)bytes : 0.0;
 }
 
 /* Whether `name` is a temporary file of a profile being written:

@@ -51,6 +51,12 @@ struct culpert__sample {
   int64_t samples; /* raw samples in this bucket, 0 when unknown */
 };
 
+/* One file of a merged profile: its samples end before samples[end]. */
+struct culpert__part {
+  int64_t rate;
+  size_t end;
+};
+
 struct culpert__profile {
   char *path; /* as given to the loader */
   enum culpert__producer producer;
@@ -87,10 +93,20 @@ struct culpert__profile {
    * file), and whether their rates differ. */
   size_t nparts;
   const char *const *part_paths; /* the files' paths, nparts of them */
+  const struct culpert__part *parts; /* their rates and samples, nparts of them */
   bool mixed_rates;
 
   void *arena_; /* owned storage; private to profile.c */
 };
+
+/* The rate sample i of p was taken at: p->rate, or in a merged profile
+ * the rate of the file it came from. */
+int64_t culpert__profile_sample_rate(const struct culpert__profile *p, size_t i);
+
+/* The variance of an unbiased estimate of `bytes` made at `rate` (0: exact):
+ * rate x bytes, the variance of a Poisson count of samples scaled by the
+ * rate. Variances of independent estimates add. */
+double culpert__estimate_var(int64_t rate, int64_t bytes);
 
 /* Which samples keep their stacks (culpert__sample.frames). */
 enum culpert__stacks {

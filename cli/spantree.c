@@ -270,6 +270,7 @@ int culpert__spantree_build(const struct culpert__profile *p, bool inuse,
     int64_t bytes = inuse ? s->inuse_bytes : s->bytes;
     if (__builtin_add_overflow(node->self_bytes, bytes, &node->self_bytes))
       node->self_bytes = bytes > 0 ? INT64_MAX : INT64_MIN;
+    node->self_var += culpert__estimate_var(culpert__profile_sample_rate(p, i), bytes);
     if (__builtin_add_overflow(node->self_samples, s->samples, &node->self_samples))
       node->self_samples = s->samples > 0 ? INT64_MAX : INT64_MIN;
   }
@@ -279,6 +280,7 @@ int culpert__spantree_build(const struct culpert__profile *p, bool inuse,
   for (size_t i = 0; i < t->nall; i++) {
     t->all[i]->total_bytes = t->all[i]->self_bytes;
     t->all[i]->total_samples = t->all[i]->self_samples;
+    t->all[i]->total_var = t->all[i]->self_var;
   }
   for (size_t i = t->nall; i-- > 0;) {
     struct culpert__span_node *n = t->all[i], *up = n->parent;
@@ -286,6 +288,7 @@ int culpert__spantree_build(const struct culpert__profile *p, bool inuse,
       up->total_bytes = n->total_bytes > 0 ? INT64_MAX : INT64_MIN;
     if (__builtin_add_overflow(up->total_samples, n->total_samples, &up->total_samples))
       up->total_samples = n->total_samples > 0 ? INT64_MAX : INT64_MIN;
+    up->total_var += n->total_var;
   }
 out:
   free(recs.v);

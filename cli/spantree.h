@@ -26,6 +26,7 @@ struct culpert__span_node {
   int64_t total_bytes; /* self plus every descendant */
   int64_t self_samples;
   int64_t total_samples;
+  double self_var, total_var; /* variance of the byte estimates (culpert__estimate_var) */
   struct culpert__span_node *parent;
   struct culpert__span_node **children; /* unsorted */
   size_t nchildren;

@@ -340,6 +340,33 @@ def group_directories(opts, c):
     rc, out, err = run([opts.culpert, "diff", "--format", "markdown", "two_dir", "two_dir"], opts.work)
     c.check(rc == 0 and "`two_dir (2 profiles merged)`" in out, "directory: markdown header: %s" % out)
 
+    # A directory of profiles taken at different rates (64 KiB and 512 KiB):
+    # no one rate in the header or the JSON, and each change's standard
+    # error sums R * B over the files its bytes came from.
+    import math
+    d = os.path.join(opts.work, "rates_dir")
+    shutil.rmtree(d, ignore_errors=True)
+    os.mkdir(d)
+    shutil.copy(os.path.join(opts.work, "spec_after.pb.gz"), os.path.join(d, "a.pb.gz"))
+    shutil.copy(os.path.join(opts.work, "rates_after.pb.gz"), os.path.join(d, "b.pb.gz"))
+    ra = {}
+    for name, rate in (("spec_after", 65536), ("rates_after", 524288)):
+        _, out, _ = run([opts.culpert, "diff", "--format", "json", name + ".pb.gz", name + ".pb.gz"], opts.work)
+        for r in json.loads(out)["rows"]:
+            ra[r["name"]] = ra.get(r["name"], 0) + rate * r["after"]
+    rc, out, err = run([opts.culpert, "diff", "--format", "json", "spec_before.pb.gz", "rates_dir"], opts.work)
+    doc = json.loads(out)
+    c.check(doc["after"]["rate_bytes"] is None and doc["rate_bytes"] is None and doc["rates_differ"],
+            "mixed-rate directory: JSON rates %s %s %s" % (doc["after"]["rate_bytes"], doc["rate_bytes"],
+                                                          doc["rates_differ"]))
+    for r in doc["rows"]:
+        want = round(math.sqrt(65536 * r["before"] + ra.get(r["name"], 0)))
+        c.check(abs(r["stderr"] - want) <= 1,
+                "mixed-rate directory: stderr of %s: %s, want %s" % (r["name"], r["stderr"], want))
+    rc, out, err = run([opts.culpert, "diff", "spec_before.pb.gz", "rates_dir"], opts.work)
+    c.check("  rate:    before 64.00 KB/alloc, after differs between its 2 profiles (differ: "
+            "compared on unbiased estimates)\n" in out, "mixed-rate directory: text header: %s" % out)
+
 
 def group_structure(opts, c):
     # JSON: valid, keys sorted at every level, every span a row, pct null
