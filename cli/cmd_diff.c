@@ -90,7 +90,7 @@ struct tnode {
   const char *name; /* borrowed from the span trees, which outlive this one */
   char *label;
   int64_t before, after; /* subtree totals */
-  double var;             /* of after - before (culpert__estimate_var) */
+  double var;            /* of after - before (culpert__estimate_var) */
   struct tnode **kids;
   size_t nkids;
   size_t nshow;    /* kids shown after --top (kids are sorted) */
@@ -348,8 +348,7 @@ static const char *side_rate(char buf[CULPERT_FMT_RATES_MAX], const struct culpe
 
 static bool rates_differ(const struct diff *d)
 {
-  return d->prof[0]->mixed_rates || d->prof[1]->mixed_rates ||
-         d->prof[0]->rate != d->prof[1]->rate;
+  return d->prof[0]->mixed_rates || d->prof[1]->mixed_rates || d->prof[0]->rate != d->prof[1]->rate;
 }
 
 static void put_rate_line(FILE *f, const struct diff *d, const char *lead)

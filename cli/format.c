@@ -206,7 +206,6 @@ size_t culpert__utf8_char(const unsigned char *s, uint32_t *cp)
   return n;
 }
 
-
 /* Whether a character n bytes long (0: a byte that is not UTF-8) with code
  * point cp could drive a terminal: C0 and C1 controls, DEL, stray bytes. */
 static bool unprintable(size_t n, uint32_t cp)

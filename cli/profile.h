@@ -92,7 +92,7 @@ struct culpert__profile {
   /* Set by culpert__profile_merge: how many files (0 for one loaded
    * file), and whether their rates differ. */
   size_t nparts;
-  const char *const *part_paths; /* the files' paths, nparts of them */
+  const char *const *part_paths;     /* the files' paths, nparts of them */
   const struct culpert__part *parts; /* their rates and samples, nparts of them */
   bool mixed_rates;
 
