@@ -100,7 +100,10 @@ CULPERT_API void culpert_span_enter_child_of(const char *name, uint64_t parent_i
  * CULPERT_INTERVAL rewrite, another snapshot) is waited for first. Returns
  * 0, or a negative errno (-ENOSYS when libculpert is not loaded, -EAGAIN
  * when sampling was stopped by an internal failure, or once the exit
- * profile has been written: no file is begun after it).
+ * profile has been written: no file is begun after it). Not a
+ * cancellation point: a thread cancelled while it writes goes on to the
+ * end of the file, and the cancellation acts at the thread's next
+ * cancellation point.
  */
 CULPERT_API int culpert_snapshot_write(const char *path);
 
@@ -109,7 +112,8 @@ CULPERT_API int culpert_snapshot_write(const char *path);
  * profile in a buffer: on success *out points to *len bytes that the caller
  * releases with free(), and the result is 0. On failure returns a negative
  * errno and leaves *out NULL and *len 0. It may wait briefly for a file
- * being written, since encoding shares that file's lock.
+ * being written, since encoding shares that file's lock. Not a
+ * cancellation point either.
  */
 CULPERT_API int culpert_snapshot(unsigned char **out, size_t *len);
 

@@ -51,11 +51,23 @@ static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 /* The thread holding write_lock (0: none), so that fork_prepare never
  * waits for a lock its own thread holds. */
 static atomic_int write_owner;
+/* The holder's cancellation state before it took write_lock. A write calls
+ * open, write and close, cancellation points: a program thread cancelled
+ * inside culpert_snapshot_write would leave the lock held, and the exit
+ * profile, every later snapshot and every fork would wait for it forever.
+ * The holder cannot be cancelled until it lets go. */
+static int write_cancel_state;
+
+static void write_lock_held(void)
+{
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &write_cancel_state);
+  atomic_store(&write_owner, (int)gettid());
+}
 
 static void write_lock_take(void)
 {
   pthread_mutex_lock(&write_lock);
-  atomic_store(&write_owner, (int)gettid());
+  write_lock_held();
 }
 
 /* write_lock, waiting for a write in progress WRITER_SECONDS at most: 1
@@ -67,14 +79,16 @@ static int write_lock_wait(void)
   until.tv_sec += WRITER_SECONDS;
   if (pthread_mutex_timedlock(&write_lock, &until) != 0)
     return 0;
-  atomic_store(&write_owner, (int)gettid());
+  write_lock_held();
   return 1;
 }
 
 static void write_lock_release(void)
 {
+  int state = write_cancel_state;
   atomic_store(&write_owner, 0);
   pthread_mutex_unlock(&write_lock);
+  pthread_setcancelstate(state, NULL);
 }
 
 /* The temporary file of the write in progress (write_lock held), so that
@@ -603,18 +617,36 @@ static int nothing_to_write(void)
   return is_child && !culpert__record_any() && culpert__record_dropped() == 0;
 }
 
+/* Under a file size limit (RLIMIT_FSIZE, `ulimit -f`) a write past it
+ * raises SIGXFSZ, whose default action ends the process: a profile too
+ * large for the limit must fail (EFBIG, said on stderr) and leave the
+ * program running. The signal stays blocked while writing; one the write
+ * raised (it was not pending before) is taken back before unblocking. */
 static int write_all(int fd, const unsigned char *buf, size_t len)
 {
-  while (len > 0) {
+  sigset_t xfsz, old, pending;
+  sigemptyset(&xfsz);
+  sigaddset(&xfsz, SIGXFSZ);
+  pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+  int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
+  int rc = 0;
+  while (len > 0 && rc == 0) {
     ssize_t w = write(fd, buf, len);
     if (w < 0 && errno == EINTR)
       continue;
-    if (w <= 0)
-      return -errno;
-    buf += w;
-    len -= (size_t)w;
+    if (w <= 0) {
+      rc = w < 0 ? -errno : -EIO;
+    } else {
+      buf += w;
+      len -= (size_t)w;
+    }
   }
-  return 0;
+  if (rc == -EFBIG && !was_pending) {
+    struct timespec now = {0, 0};
+    sigtimedwait(&xfsz, NULL, &now);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
 }
 
 /* What write_file says on stderr when it succeeds: nothing, the usual

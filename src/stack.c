@@ -16,6 +16,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -173,9 +174,13 @@ uint32_t culpert__stack_walk_fp(uintptr_t fp, uintptr_t lo, uintptr_t hi, uintpt
   return n;
 }
 
+/* The mapping that holds addr, from /proc/self/maps. Through raw system
+ * calls: glibc's open and read are cancellation points, and this runs
+ * inside malloc, where a deferred cancellation must never act (it did,
+ * for threads sampled on a stack of their own making). */
 int culpert__stack_mapping(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
 {
-  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return 0;
   /* Each line starts "start-end ": parse those two hex numbers and skip
@@ -185,7 +190,7 @@ int culpert__stack_mapping(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
   int field = 0; /* 0: start, 1: end, 2: rest of the line */
   int found = 0;
   ssize_t got;
-  while (!found && (got = read(fd, buf, sizeof buf)) > 0) {
+  while (!found && (got = syscall(SYS_read, fd, buf, sizeof buf)) > 0) {
     for (ssize_t i = 0; i < got && !found; i++) {
       char c = buf[i];
       if (c == '\n') {
@@ -203,7 +208,7 @@ int culpert__stack_mapping(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
       }
     }
   }
-  close(fd);
+  syscall(SYS_close, fd);
   return found;
 }
 
@@ -253,7 +258,7 @@ static int readable(uintptr_t lo, uintptr_t hi)
  * nothing but readable mappings between, would pass over several
  * mappings.) Then the bounds are
  * those of the mapping that holds the stack pointer, from
- * /proc/self/maps (read with open/read: this runs inside malloc). Not
+ * /proc/self/maps (read with raw system calls: this runs inside malloc). Not
  * pthread_getattr_np: it holds the thread's lock while it allocates, so a
  * sample taken inside a program's own call of it would wait for itself.
  * Returns 0 when neither can tell (no walk this time).
@@ -353,10 +358,15 @@ CULPERT__NOINLINE uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max)
     if (got >= 0) {
       n = (uint32_t)got;
     } else {
+      /* libunwind may make system calls of its own: none of them may
+       * act on a deferred cancellation inside malloc */
+      int cancel;
       atomic_fetch_add_explicit(&libunwind_walks, 1, memory_order_relaxed);
+      pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
       pthread_rwlock_rdlock(&capture_lock);
       n = capture_unwind(ips, want);
       pthread_rwlock_unlock(&capture_lock);
+      pthread_setcancelstate(cancel, NULL);
     }
   } else {
     n = capture_fp(ips, want);

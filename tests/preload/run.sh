@@ -604,6 +604,41 @@ snapshot_unbiased)
       fail "seed $seed: span small estimated at ${est:-0} bytes, truth $t"
   done
   ;;
+cancel)
+  # Deferred cancellation never acts inside culpert. A thread cancelled in
+  # culpert_snapshot_write left its lock held: the exit profile waited for
+  # it forever (and blocked the signals that could end the wait). A thread
+  # sampled on a stack of its own was cancelled inside malloc, in the
+  # reads of /proc/self/maps that find the stack's bounds.
+  out=$(CULPERT_QUIET=1 CULPERT_SAMPLE_RATE=4K CULPERT_OUTPUT="$work/exit.pb.gz" timeout -s KILL 60 \
+    env LD_PRELOAD="$LIB" "$BIN/wl_cancel" snapshots "$work/snap.pb.gz" 2>err)
+  rc=$?
+  [ $rc -eq 0 ] || fail "wl_cancel snapshots: exit $rc (137: it hung): $(cat err)"
+  expect_line "$out" '^snapshots cancelled 20$' "wl_cancel snapshots"
+  profile exit.pb.gz >/dev/null || fail "no exit profile after the cancelled snapshots"
+  left=$(ls "$work" | grep '\.tmp\.' || true)
+  [ -z "$left" ] || fail "cancelled snapshots left temporary files: $left"
+  for mode in libunwind fp; do
+    out=$(CULPERT_STACK=$mode CULPERT_QUIET=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/f.pb.gz" \
+      timeout -s KILL 60 env LD_PRELOAD="$LIB" "$BIN/wl_cancel" fibers 2>err) ||
+      fail "wl_cancel fibers ($mode): exit $?: $(cat err)"
+    expect_line "$out" '^cancelled inside malloc 0 of 200$' "wl_cancel fibers ($mode)"
+  done
+  ;;
+file_size_limit)
+  # Under `ulimit -f` a profile larger than the limit is not written (one
+  # line says why) and the program ends as it would have: SIGXFSZ, raised
+  # by culpert's write, ended it with "File size limit exceeded".
+  out=$(ulimit -f 1 && CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/big.pb.gz" \
+    run_pre "$BIN/wl_basic" 2>err)
+  rc=$?
+  [ $rc -eq 0 ] || fail "wl_basic under ulimit -f 1: exit $rc: $(cat err)"
+  expect_line "$out" '^failures=0$' "wl_basic under ulimit -f 1"
+  expect_line "$(cat err)" "^culpert: cannot write profile $work/big.pb.gz: File too large$" \
+    "the write's failure"
+  left=$(ls "$work" | grep '\.tmp\.' || true)
+  [ -z "$left" ] || fail "a temporary file was left: $left"
+  ;;
 jemalloc)
   [ -n "${JEMALLOC:-}" ] && [ -f "$JEMALLOC" ] || exit 77
   out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/j.pb.gz" MALLOC_CONF=stats_print:true \
