@@ -369,7 +369,12 @@ void culpert__init(void)
   if (atomic_load(&culpert__ready))
     goto out;
   note_stderr();
-  culpert__config_load(&culpert__cfg, env_get, STDERR_FILENO);
+  /* A bad setting is reported by the first process alone: those started
+   * below it (see mark_root) read the same environment, and a shell
+   * script repeated the line for every command it ran. */
+  const char *root = getenv("CULPERT_ROOT_PID");
+  int below = root != NULL && strtol(root, NULL, 10) != (long)getpid();
+  culpert__config_load(&culpert__cfg, env_get, below ? -1 : STDERR_FILENO);
   uint64_t seed = culpert__cfg.seed;
   if (!culpert__cfg.has_seed) {
     struct timespec ts;

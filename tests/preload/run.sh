@@ -826,6 +826,13 @@ bad_env)
     fail "wl_basic failed"
   [ "$(grep -c 'CULPERT_SAMPLE_RATE=lots' err)" -eq 1 ] || fail "want one warning: $(cat err)"
   expect_line "$(profile e.pb.gz)" '^comment culpert.rate=524288$' "default rate"
+  # one warning for a whole process tree, not one per process (wl_fork
+  # forks and execs several)
+  CULPERT_SAMPLE_RATE=lots CULPERT_QUIET=1 CULPERT_OUTPUT="$work/tree.pb.gz" \
+    run_pre "$BIN/wl_fork" >out 2>err || fail "wl_fork failed: $(cat err)"
+  grep -q '^child ' out || fail "wl_fork started no child: $(cat out)"
+  [ "$(grep -c 'CULPERT_SAMPLE_RATE=lots' err)" -eq 1 ] ||
+    fail "want one warning for the process tree: $(cat err)"
   CULPERT_OUTPUT=/nonexistent/dir/x.pb.gz run_pre "$BIN/wl_basic" >out 2>err ||
     fail "an unwritable output path made the program fail"
   expect_line "$(cat out)" '^failures=0$' "unwritable output"
