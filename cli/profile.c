@@ -1021,7 +1021,10 @@ static int check_header(struct builder *b)
   if (pb->period_type && ((rc = str_at(b, pb->period_type->type, &s, "period_type")) ||
                           (rc = str_at(b, pb->period_type->unit, &s, "period_type unit"))))
     return rc;
-  b->p->rate = pb->period < 0 ? 0 : pb->period;
+  if (pb->period < 0)
+    return fail(b->err, b->errlen, b->name, -EINVAL,
+                "period %" PRId64 " is negative, not a sample rate", (int64_t)pb->period);
+  b->p->rate = pb->period;
   b->p->time_nanos = pb->time_nanos;
   b->p->duration_nanos = pb->duration_nanos;
   return 0;

@@ -85,6 +85,9 @@ expect absurd_length.pb "not a pprof profile (protobuf decoding failed)"
 printf '\062\005hello' >hello.pb
 expect hello.pb "string_table[0] must be the empty string"
 
+mk negative_period.pb.gz "rate -100"
+expect negative_period.pb.gz "period -100 is negative, not a sample rate"
+
 mk string0.pb.gz "bad string0"
 expect string0.pb.gz "string_table[0] must be the empty string"
 
