@@ -369,12 +369,12 @@ void culpert__init(void)
   if (atomic_load(&culpert__ready))
     goto out;
   note_stderr();
+  pid = (long)getpid();
+  mark_root();
   /* A bad setting is reported by the first process alone: those started
-   * below it (see mark_root) read the same environment, and a shell
-   * script repeated the line for every command it ran. */
-  const char *root = getenv("CULPERT_ROOT_PID");
-  int below = root != NULL && strtol(root, NULL, 10) != (long)getpid();
-  culpert__config_load(&culpert__cfg, env_get, below ? -1 : STDERR_FILENO);
+   * below it read the same environment, and a shell script repeated the
+   * line for every command it ran. */
+  culpert__config_load(&culpert__cfg, env_get, is_child ? -1 : STDERR_FILENO);
   uint64_t seed = culpert__cfg.seed;
   if (!culpert__cfg.has_seed) {
     struct timespec ts;
@@ -383,12 +383,10 @@ void culpert__init(void)
            (uint64_t)(uintptr_t)&ts;
   }
   culpert__sampler_setup(culpert__cfg.rate, seed);
-  pid = (long)getpid();
   start_nanos = now_nanos();
   find_exe_name();
   if (getcwd(start_dir, sizeof start_dir) == NULL)
     start_dir[0] = '\0';
-  mark_root();
   preloaded = preload_has_us(getenv("LD_PRELOAD"));
   if (culpert__cfg.no_children)
     drop_from_preload();
