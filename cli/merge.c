@@ -749,7 +749,8 @@ static int merge_comments(struct merge *m, int64_t **out, size_t *nout)
   if (rc == 0 && !(idx = malloc((nc + 1) * sizeof *idx)))
     rc = -ENOMEM;
   if (rc == 0) {
-    qsort(c, nc, sizeof *c, comment_cmp);
+    if (nc > 0) /* c is NULL for a file without comments */
+      qsort(c, nc, sizeof *c, comment_cmp);
     for (size_t k = 0; k < nc && rc == 0; k++) {
       char *text;
       int w = !c[k].value   ? asprintf(&text, "%s", c[k].key)
