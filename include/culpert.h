@@ -19,10 +19,16 @@
  *     declared weak, and the macros below call it only when it is present, so
  *     the program links and runs normally with every call doing nothing. Run
  *     the same binary with LD_PRELOAD=libculpert.so and the calls come alive.
+ *     This needs a position-independent executable (PIE, the compilers'
+ *     default on Debian, Ubuntu and Fedora) or code built -fPIC: in an
+ *     executable linked -no-pie from code compiled -fno-pie, the linker
+ *     settles a weak reference to a missing function as absent for good,
+ *     and the calls stay inert even under LD_PRELOAD.
  *   Define CULPERT_NO_WEAK before including this header to get plain strong
  *   declarations (a link error then tells you libculpert is missing).
  *
- * Thread safety: every function may be called from any thread at any time.
+ * Thread safety: every function may be called from any thread at any time,
+ * signal handlers included (a handler's spans nest inside the thread's).
  * The span functions never allocate, never take a lock and cannot fail.
  */
 #ifndef CULPERT_H
@@ -40,9 +46,10 @@ extern "C" {
 #define CULPERT_VERSION_PATCH 0
 
 /* Deepest span nesting recorded per thread. Deeper spans are still balanced
- * by culpert_span_exit(), but their allocations are attributed to the
- * deepest recorded span and the overflow is counted in the profile
- * (comment culpert.span_overflow). */
+ * by culpert_span_exit(), but they get no id of their own: their
+ * allocations are attributed to the deepest recorded span, whose id
+ * culpert_span_current() returns meanwhile, and the overflow is counted in
+ * the profile (comment culpert.span_overflow). */
 #define CULPERT_SPAN_MAX_DEPTH 64
 
 #if defined(__GNUC__) && !defined(CULPERT_NO_WEAK) && !defined(CULPERT_BUILDING_LIBRARY)
@@ -56,7 +63,8 @@ extern "C" {
  * parent is the span currently open on this thread (none: a root span).
  *
  * Every call creates a new span id, unique within the process, which
- * culpert_span_current() returns until the matching culpert_span_exit().
+ * culpert_span_current() returns until the matching culpert_span_exit()
+ * (beyond CULPERT_SPAN_MAX_DEPTH, see there).
  * `name` must be a NUL-terminated string that stays valid while the span is
  * open (string literals are the common case); libculpert copies the text the
  * first time it sees a name under a given parent, so the pointer is not kept

@@ -165,9 +165,9 @@ struct culpert__thread {
   uint64_t rng;           /* this thread's PRNG state (splitmix64) */
   uintptr_t stack_lo;     /* readable bounds of the stack this thread ran */
   uintptr_t stack_hi;     /* on at its last walk (0, 0: none yet) */
-  uint64_t span_seq_next; /* span id sequence numbers reserved by this thread */
-  uint64_t span_seq_end;
-  uint32_t span_depth; /* spans open, including those beyond the stack */
+  uint64_t span_seq_next; /* the next span sequence number of this thread's
+                           * block; a multiple of the block size: none left */
+  uint32_t span_depth;    /* spans open, including those beyond the stack */
   uint32_t span_pad;
   uint64_t spans[CULPERT_SPAN_MAX_DEPTH]; /* ids of the open spans */
   struct culpert__unwind_memo unwind;     /* the rules of the last walk */

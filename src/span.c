@@ -8,12 +8,17 @@
  * lock-free open-addressing table; names are copied into a static arena the
  * first time a node is created. A span id is the node index in its low
  * CULPERT__SPAN_NODE_BITS bits and a process-unique sequence number above,
- * so a parent id handed to another thread leads straight to its node.
+ * so a parent id handed to another thread leads straight to its node. The
+ * ids the API hands out are those XORed with a key drawn once per process:
+ * an id from another process (which numbers its spans the same way) or a
+ * made-up one decodes to a sequence number never issued here, so it makes
+ * a root span as the header promises.
  *
  * Span calls never allocate, never lock and cannot fail: a full table
  * attributes the new span to its parent and counts it.
  */
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -31,7 +36,12 @@ static atomic_uint nodes_used;
 static char name_arena[NAME_ARENA_SIZE];
 static atomic_size_t name_arena_used;
 
-static atomic_uint_fast64_t seq_next = 1;
+/* Sequence numbers are handed to threads in blocks of SEQ_BLOCK starting at
+ * multiples of it; 0 is never one. */
+static atomic_uint_fast64_t seq_next = SEQ_BLOCK;
+/* See the top: 0 until the first id is made or read; its top bit is set,
+ * and sequence numbers never reach bit 63, so no id is 0. */
+static _Atomic uint64_t id_key;
 static atomic_uint_fast64_t overflows;
 static atomic_uint_fast64_t underflows;
 static atomic_uint_fast64_t table_full;
@@ -102,10 +112,32 @@ uint32_t culpert__span_lookup(uint32_t parent, const char *name)
   return 0;
 }
 
-uint32_t culpert__span_node_of(uint64_t id)
+/* The process's id key, drawn at the first call: from the clock and a
+ * stack address (the stack is placed at random), mixed (splitmix64's
+ * finaliser). No system call beyond the vDSO's clock, no allocation, no
+ * lock. A fork child keeps its parent's key, with its parent's spans. */
+static uint64_t key(void)
+{
+  uint64_t k = atomic_load_explicit(&id_key, memory_order_relaxed);
+  if (k != 0)
+    return k;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t z = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)(uintptr_t)&ts;
+  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+  z = (z ^ (z >> 31)) | UINT64_C(1) << 63;
+  uint64_t none = 0;
+  if (atomic_compare_exchange_strong(&id_key, &none, z))
+    return z;
+  return none; /* another thread drew it first */
+}
+
+uint32_t culpert__span_node_of(uint64_t public_id)
 {
   /* An id this process issued: its sequence number was handed out (in a
    * thread's block, at least), and its node is a published slot. */
+  uint64_t id = public_id ^ key();
   uint64_t seq = id >> CULPERT__SPAN_NODE_BITS;
   uint32_t node = (uint32_t)(id & (CULPERT__SPAN_NODES - 1));
   if (node == 0 || seq == 0 || seq >= atomic_load_explicit(&seq_next, memory_order_relaxed) ||
@@ -161,8 +193,29 @@ void culpert__span_reset_counters(void)
   atomic_store(&table_full, 0);
 }
 
-/* Push a span under path node `parent`. Sequence numbers come from the
- * global counter in blocks, so most enters write only thread-local memory. */
+/* The next sequence number of this thread. From the global counter in
+ * blocks, so most enters write only thread-local memory; but one step at a
+ * time, a compare-and-swap on the thread's own counter, since a signal
+ * handler may enter a span between this thread's read and write of it
+ * (with a plain increment the two spans got the same id). */
+static uint64_t next_seq(struct culpert__thread *t)
+{
+  uint64_t cur = __atomic_load_n(&t->span_seq_next, __ATOMIC_RELAXED);
+  for (;;) {
+    uint64_t seq = cur, next = cur + 1;
+    if (cur % SEQ_BLOCK == 0) { /* the block is used up (or none yet) */
+      seq = atomic_fetch_add_explicit(&seq_next, SEQ_BLOCK, memory_order_relaxed);
+      next = seq + 1;
+    }
+    /* a handler that took numbers meanwhile makes this fail: look again
+     * (a fresh block taken here is then left unused) */
+    if (__atomic_compare_exchange_n(&t->span_seq_next, &cur, next, 0, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED))
+      return seq;
+  }
+}
+
+/* Push a span under path node `parent`. */
 static void span_push(uint32_t parent, const char *name)
 {
   struct culpert__thread *t = &culpert__tls;
@@ -177,12 +230,16 @@ static void span_push(uint32_t parent, const char *name)
     atomic_fetch_add_explicit(&table_full, 1, memory_order_relaxed);
     node = parent;
   }
-  if (t->span_seq_next == t->span_seq_end) {
-    t->span_seq_next = atomic_fetch_add_explicit(&seq_next, SEQ_BLOCK, memory_order_relaxed);
-    t->span_seq_end = t->span_seq_next + SEQ_BLOCK;
-  }
-  uint64_t seq = t->span_seq_next++;
-  t->spans[t->span_depth++] = (seq << CULPERT__SPAN_NODE_BITS) | node;
+  uint64_t id = next_seq(t) << CULPERT__SPAN_NODE_BITS | node;
+  /* A signal handler's span entered between the store of the slot and the
+   * store of the depth lands in the same slot and is gone again when its
+   * handler returns: store the slot once more after the depth. */
+  uint32_t d = t->span_depth;
+  t->spans[d] = id;
+  atomic_signal_fence(memory_order_seq_cst);
+  t->span_depth = d + 1;
+  atomic_signal_fence(memory_order_seq_cst);
+  t->spans[d] = id;
 }
 
 CULPERT__EXPORT void culpert_span_enter(const char *name)
@@ -213,5 +270,5 @@ CULPERT__EXPORT uint64_t culpert_span_current(void)
     return 0;
   if (d > CULPERT_SPAN_MAX_DEPTH)
     d = CULPERT_SPAN_MAX_DEPTH;
-  return t->spans[d - 1];
+  return t->spans[d - 1] ^ key();
 }

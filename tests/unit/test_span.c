@@ -6,11 +6,14 @@
  */
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 
 #include <cmocka.h>
 
@@ -158,8 +161,9 @@ static void test_span_long_name_cut(void **state)
 }
 
 /* An id this process never issued makes a root span, also when its low
- * bits name a real path node (one from another process, say): a
- * sequence number not handed out yet, or 0. */
+ * bits name a real path node: a sequence number not handed out yet, 0, or
+ * one another process numbering its spans the same way would have issued
+ * (ids are keyed per process). */
 static void test_span_unknown_parent_is_root(void **state)
 {
   (void)state;
@@ -171,6 +175,9 @@ static void test_span_unknown_parent_is_root(void **state)
   const uint64_t bogus[] = {
       (UINT64_C(1) << 40) | node, /* a sequence number far beyond any issued */
       node,                       /* sequence number 0 */
+      (UINT64_C(4096) << CULPERT__SPAN_NODE_BITS) | node, /* another process's first */
+      (UINT64_C(4097) << CULPERT__SPAN_NODE_BITS) | node,
+      (UINT64_C(1) << CULPERT__SPAN_NODE_BITS) | node,
   };
   for (size_t i = 0; i < sizeof bogus / sizeof bogus[0]; i++) {
     assert_int_equal(culpert__span_node_of(bogus[i]), 0);
@@ -185,6 +192,62 @@ static void test_span_unknown_parent_is_root(void **state)
   node_name(culpert__span_current_node(), &parent);
   assert_int_equal(parent, node);
   culpert_span_exit();
+}
+
+/* Spans entered by a signal handler while the thread enters its own: every
+ * id is still new (a handler between the read and the write of the
+ * thread's counter got the id the thread then got too), and the thread's
+ * current span is its own (the handler's landed in its slot). */
+#define MAIN_SPANS    400000
+#define HANDLER_SPANS 65536
+static uint64_t handler_ids[HANDLER_SPANS];
+static volatile sig_atomic_t handler_n;
+
+static void on_alarm(int sig)
+{
+  (void)sig;
+  culpert_span_enter("handler");
+  if (handler_n < HANDLER_SPANS)
+    handler_ids[handler_n++] = culpert_span_current();
+  culpert_span_exit();
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static void test_span_ids_unique_with_signal_handlers(void **state)
+{
+  (void)state;
+  uint64_t *ids = malloc((MAIN_SPANS + HANDLER_SPANS) * sizeof *ids);
+  assert_non_null(ids);
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alarm;
+  assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
+  struct itimerval every = {{0, 20}, {0, 20}}, off = {{0, 0}, {0, 0}};
+  handler_n = 0;
+  assert_int_equal(setitimer(ITIMER_REAL, &every, NULL), 0);
+  size_t n = 0;
+  for (; n < MAIN_SPANS; n++) {
+    culpert_span_enter("main_loop");
+    ids[n] = culpert_span_current();
+    culpert_span_exit();
+  }
+  assert_int_equal(setitimer(ITIMER_REAL, &off, NULL), 0);
+  assert_int_equal(sigaction(SIGALRM, &old, NULL), 0);
+  assert_true(handler_n > 0);
+  memcpy(ids + n, handler_ids, (size_t)handler_n * sizeof *ids);
+  n += (size_t)handler_n;
+  qsort(ids, n, sizeof *ids, cmp_u64);
+  size_t dup = 0;
+  for (size_t i = 1; i < n; i++)
+    dup += ids[i] == ids[i - 1];
+  free(ids);
+  if (dup != 0)
+    fail_msg("%zu duplicate span ids among %zu (%d from signal handlers)", dup, n, (int)handler_n);
 }
 
 /* A NULL or empty name is stored as "(unnamed)": pprof drops labels
@@ -276,6 +339,7 @@ int main(void)
       cmocka_unit_test(test_span_enter_child_of_across_threads),
       cmocka_unit_test(test_span_long_name_cut),
       cmocka_unit_test(test_span_unknown_parent_is_root),
+      cmocka_unit_test(test_span_ids_unique_with_signal_handlers),
       cmocka_unit_test(test_span_empty_name),
       cmocka_unit_test(test_span_concurrent_paths),
       cmocka_unit_test(test_span_table_full_counted),
