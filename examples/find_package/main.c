@@ -10,6 +10,10 @@
 
 #include <culpert.h>
 
+/* Where each block goes before it is freed: an optimising compiler drops a
+ * malloc whose memory nothing reads. */
+static char *volatile last_block;
+
 int main(int argc, char **argv)
 {
   {
@@ -17,7 +21,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < 100; i++) {
       char *p = malloc(4096);
       if (p)
-        memset(p, 0, 4096);
+        memset(p, i, 4096);
+      last_block = p;
       free(p);
     }
   }
