@@ -533,32 +533,53 @@ out:
 #define NO_STACK_LABEL       "(no stack)"
 #define MACHINERY_ONLY_LABEL "(allocation machinery only)"
 
+/* A Rust primitive type, t[0..n): str, bool, char, the integers and floats,
+ * or a slice or array ([u8], [T; 4], [_]). Only the standard library gives
+ * them inherent methods. */
+static bool rust_primitive(const char *t, size_t n)
+{
+  static const char *const prims[] = {"str",  "bool",  "char",  "u8",  "u16", "u32",
+                                      "u64",  "u128",  "i8",    "i16", "i32", "i64",
+                                      "i128", "usize", "isize", "f32", "f64"};
+  if (n > 0 && t[0] == '[')
+    return true;
+  for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++)
+    if (strlen(prims[i]) == n && strncmp(t, prims[i], n) == 0)
+      return true;
+  return false;
+}
+
 /* Code of the C++ and Rust standard libraries: std::, __gnu_cxx::,
  * alloc::, core:: (and a Rust trait impl on one of their types, "<alloc::
- * vec::Vec<T> as core::clone::Clone>::clone"). A container or string
- * allocates on behalf of the code that called it, which is the callsite
- * worth naming: std::_Rb_tree<...>::_M_emplace_hint_unique is not. The
- * name is the part after a C++ template function's return type, which
- * the demangler puts first ("std::pair<...> shop::lookup<...>(...)"): the
- * text after the last space outside <...> and before the parameters. */
+ * vec::Vec<T> as core::clone::Clone>::clone"; an inherent method of a
+ * primitive type, "<str>::to_lowercase", "<[T]>::to_vec"; a trait of the
+ * slice type's own, "<u8 as <[_]>::to_vec_in::ConvertVec>::to_vec"). A
+ * container or string allocates on behalf of the code that called it,
+ * which is the callsite worth naming: std::_Rb_tree<...>::
+ * _M_emplace_hint_unique is not. The name is the part after a C++
+ * template function's return type, which the demangler puts first
+ * ("std::pair<...> shop::lookup<...>(...)"): the text after the last
+ * space outside <...> and [...] and before the parameters. */
 static bool is_standard_library(const char *function)
 {
   const char *f = function[0] == '<' ? function + 1 : function;
-  const char *name = f;
+  const char *name = f, *close = NULL;
   int depth = 0;
   for (const char *c = f; *c != '\0' && !(*c == '(' && depth == 0); c++) {
-    if (*c == '<')
+    if (*c == '<' || *c == '[')
       depth++;
-    else if (*c == '>' && depth > 0)
+    else if ((*c == '>' || *c == ']') && depth > 0)
       depth--;
+    else if (*c == '>' && depth == 0 && !close)
+      close = c; /* the end of "<Type as Trait>" or "<Type>" */
     else if (*c == ' ' && depth == 0)
       name = c + 1;
   }
-  static const char *const prefixes[] = {"std::", "__gnu_cxx::", "alloc::", "core::"};
+  static const char *const prefixes[] = {"std::", "__gnu_cxx::", "alloc::", "core::", "<[_]>::"};
   for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
     if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
       return true;
-  return false;
+  return f != function && name == f && close && rust_primitive(f, (size_t)(close - f));
 }
 
 static bool is_machinery(const struct opts *o, const char *function)
