@@ -67,37 +67,15 @@ const char *culpert__fmt_merged_rate(char buf[CULPERT_FMT_RATES_MAX], int64_t ra
   return buf;
 }
 
-/* Decode one UTF-8 sequence at s; returns its length (1 for invalid bytes)
- * and the code point in *cp (0xFFFD when invalid). */
+/* One character at s for display: its length and code point, or for a
+ * byte that is not UTF-8, 1 and U+FFFD (one column). */
 static size_t utf8_next(const unsigned char *s, uint32_t *cp)
 {
-  if (s[0] < 0x80) {
-    *cp = s[0];
-    return 1;
-  }
-  size_t n;
-  uint32_t c;
-  if ((s[0] & 0xE0) == 0xC0) {
-    n = 2;
-    c = s[0] & 0x1F;
-  } else if ((s[0] & 0xF0) == 0xE0) {
-    n = 3;
-    c = s[0] & 0x0F;
-  } else if ((s[0] & 0xF8) == 0xF0) {
-    n = 4;
-    c = s[0] & 0x07;
-  } else {
+  size_t n = culpert__utf8_char(s, cp);
+  if (n == 0) {
     *cp = 0xFFFD;
-    return 1;
+    n = 1;
   }
-  for (size_t i = 1; i < n; i++) {
-    if ((s[i] & 0xC0) != 0x80) {
-      *cp = 0xFFFD;
-      return 1;
-    }
-    c = (c << 6) | (s[i] & 0x3F);
-  }
-  *cp = c;
   return n;
 }
 
