@@ -822,8 +822,9 @@ CULPERT__EXPORT void *valloc(size_t n)
 
 CULPERT__EXPORT void *pvalloc(size_t n)
 {
+  /* 0 stays 0, as in glibc: a page-aligned block of the smallest size */
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  size_t rounded = n == 0 ? page : (n + page - 1) & ~(page - 1);
+  size_t rounded = (n + page - 1) & ~(page - 1);
   if (rounded < n) {
     errno = ENOMEM;
     return NULL;
