@@ -365,10 +365,10 @@ void culpert__live_keep_peak(void);
  * culpert__live_add_inuse does for those live now. Returns when that peak
  * was reached (ns since the epoch; 0: no sample yet) and sets *lost to the
  * samples left out for want of memory, *peak to that peak's in-use estimate
- * (read with them). Returns -1 and adds nothing when a sample of the peak
- * lies in a bucket at nb or above, unless `partial`. Takes the table's lock. */
-int64_t culpert__live_add_peak(struct culpert__bucket *b, size_t nb, uint64_t *lost, double *peak,
-                               int partial);
+ * (read with them). Samples of buckets at nb or above are left out (none
+ * are, called under the record lock: see culpert__record_copy). Takes the
+ * table's lock. */
+int64_t culpert__live_add_peak(struct culpert__bucket *b, size_t nb, uint64_t *lost, double *peak);
 
 /* culpert__live_peak_bytes: the highest in-use estimate (the live sampled
  * blocks' weighted bytes, what culpert__live_add_inuse sums) since
@@ -516,9 +516,15 @@ int64_t culpert__record_sample(const uintptr_t *ips, uint32_t depth, uint32_t sp
 /*
  * culpert__record_copy: a consistent copy of every bucket for a snapshot,
  * in memory from the real malloc (guard set): *buckets and *ips, freed by
- * the caller with free(). Returns the number of buckets or -ENOMEM.
+ * the caller with free(). Returns the number of buckets or -ENOMEM. When
+ * `then` is not NULL it is called with the copy before the record lock is
+ * let go (a sampling thread records first, then inserts into the live
+ * table, and no sample is recorded meanwhile), so what it reads from the
+ * live table belongs to buckets of the copy, never to a sample the copy
+ * has not counted.
  */
-long culpert__record_copy(struct culpert__bucket **buckets, uintptr_t **ips, size_t *nips);
+long culpert__record_copy(struct culpert__bucket **buckets, uintptr_t **ips, size_t *nips,
+                          void (*then)(void *arg, struct culpert__bucket *b, size_t nb), void *arg);
 
 uint64_t culpert__record_dropped(void);
 /* culpert__record_any: whether any sample was recorded (1 also while

@@ -379,22 +379,9 @@ void culpert__live_keep_peak(void)
   culpert__unlock(&live.lock);
 }
 
-int64_t culpert__live_add_peak(struct culpert__bucket *b, size_t nb, uint64_t *lost, double *peak,
-                               int partial)
+int64_t culpert__live_add_peak(struct culpert__bucket *b, size_t nb, uint64_t *lost, double *peak)
 {
   culpert__lock(&live.lock);
-  /* A sample of the peak in a bucket the caller's copy does not have yet
-   * (recorded after it): say so, and add nothing, unless told to do with
-   * what there is. */
-  for (size_t i = 0; !partial && i < live.capacity; i++) {
-    const struct entry *e = &live.slots[i];
-    if (e->ptr != 0 && e->epoch != at_peak.epoch && e->bucket >= nb)
-      goto stale;
-  }
-  for (size_t i = 0; !partial && i < at_peak.n; i++) {
-    if (at_peak.gone[i].bucket >= nb)
-      goto stale;
-  }
   for (size_t i = 0; i < live.capacity; i++) {
     const struct entry *e = &live.slots[i];
     if (e->ptr == 0 || e->epoch == at_peak.epoch || e->bucket >= nb)
@@ -414,9 +401,6 @@ int64_t culpert__live_add_peak(struct culpert__bucket *b, size_t nb, uint64_t *l
   *peak = live.peak_bytes;
   culpert__unlock(&live.lock);
   return nanos;
-stale:
-  culpert__unlock(&live.lock);
-  return -1;
 }
 
 double culpert__live_peak_bytes(void)

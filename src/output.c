@@ -462,21 +462,23 @@ static void span_map_free(uint32_t *map)
     munmap(map, CULPERT__SPAN_NODES * sizeof(uint32_t));
 }
 
-/* Copies of the records a profile takes at most when other threads'
- * samples race with it (see src/README.md, "The samples live at the
- * peak"). */
-#define COPY_TRIES 8
+/* What encode_profile adds to its copy of the records while the record
+ * lock is still held: the in-use values of the samples live now, or of
+ * those live at the in-use peak with the peak's value and time. */
+struct inuse_read {
+  int at_peak;
+  int64_t peak_nanos;
+  uint64_t peak_lost;
+  double peak;
+};
 
-/* Whether no bucket of b[0..nb) shows more in use than allocated, which
- * happens when a sample lands between the copy of the records and the
- * read of the live table (beyond float rounding: a relative 1e-9). */
-static int inuse_within_alloc(const struct culpert__bucket *b, long nb)
+static void add_inuse(void *arg, struct culpert__bucket *b, size_t nb)
 {
-  for (long i = 0; i < nb; i++)
-    if (b[i].inuse_objects > b[i].alloc_objects * (1 + 1e-9) ||
-        b[i].inuse_bytes > b[i].alloc_bytes * (1 + 1e-9))
-      return 0;
-  return 1;
+  struct inuse_read *r = arg;
+  if (!r->at_peak)
+    culpert__live_add_inuse(b, nb);
+  else
+    r->peak_nanos = culpert__live_add_peak(b, nb, &r->peak_lost, &r->peak);
 }
 
 /* The profile as culpert__output_profile describes it; with at_peak, the
@@ -502,30 +504,10 @@ static int encode_profile(unsigned char **out, size_t *len, uint64_t *nsamples, 
   *nsamples = 0;
   if (culpert__writer_encode == NULL)
     return -ENOSYS;
-  int64_t peak_nanos = 0;
-  uint64_t peak_lost = 0;
-  double peak = 0;
-  long nb;
-  for (int attempt = 0;; attempt++) {
-    nb = culpert__record_copy(&b, &ips, &nips);
-    if (nb < 0)
-      return (int)nb;
-    int last = attempt == COPY_TRIES - 1;
-    if (!at_peak) {
-      culpert__live_add_inuse(b, (size_t)nb);
-    } else {
-      /* The peak's samples and its value at one moment, every one of
-       * them in a bucket of this copy (other threads may record new ones
-       * meanwhile: copy again). */
-      peak_nanos = culpert__live_add_peak(b, (size_t)nb, &peak_lost, &peak, last);
-    }
-    if (peak_nanos >= 0 && (last || inuse_within_alloc(b, nb)))
-      break;
-    free(b);
-    free(ips);
-    b = NULL;
-    ips = NULL;
-  }
+  struct inuse_read r = {.at_peak = at_peak};
+  long nb = culpert__record_copy(&b, &ips, &nips, add_inuse, &r);
+  if (nb < 0)
+    return (int)nb;
   ws = calloc((size_t)nb + 1, sizeof *ws);
   /* collect_spans writes every entry of `spans` it counts: no zeroing. */
   spans = malloc(CULPERT__SPAN_NODES * sizeof *spans);
@@ -556,18 +538,16 @@ static int encode_profile(unsigned char **out, size_t *len, uint64_t *nsamples, 
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.dropped_samples=%llu",
            (unsigned long long)culpert__record_dropped());
   /* Never below the in-use total this profile shows (rounded per stack). */
-  double inuse = 0;
-  if (!at_peak)
-    peak = culpert__live_peak_bytes();
+  double inuse = 0, peak = at_peak ? r.peak : culpert__live_peak_bytes();
   for (long i = 0; i < nb; i++)
     inuse += b[i].inuse_bytes > 0 ? round(b[i].inuse_bytes) : 0;
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.peak_inuse_bytes=%.0f",
            peak > inuse ? peak : inuse);
   if (at_peak)
-    snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.inuse_at_peak=%lld", (long long)peak_nanos);
-  if (peak_lost != 0)
+    snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.inuse_at_peak=%lld", (long long)r.peak_nanos);
+  if (r.peak_lost != 0)
     snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.inuse_at_peak_lost=%llu",
-             (unsigned long long)peak_lost);
+             (unsigned long long)r.peak_lost);
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.pid=%ld", pid != 0 ? pid : (long)getpid());
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.exe=%s", exe_name);
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.span_overflow=%llu",

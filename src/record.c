@@ -118,7 +118,8 @@ out:
   return found;
 }
 
-long culpert__record_copy(struct culpert__bucket **out, uintptr_t **ips, size_t *nips_out)
+long culpert__record_copy(struct culpert__bucket **out, uintptr_t **ips, size_t *nips_out,
+                          void (*then)(void *arg, struct culpert__bucket *b, size_t nb), void *arg)
 {
   long rc = -EAGAIN;
   *out = NULL;
@@ -143,6 +144,8 @@ long culpert__record_copy(struct culpert__bucket **out, uintptr_t **ips, size_t 
       }
       *nips_out = (size_t)nips;
       rc = (long)nbuckets;
+      if (then != NULL)
+        then(arg, *out, nbuckets);
       culpert__unlock(&lock);
       return rc;
     }

@@ -280,7 +280,7 @@ static int64_t sum_peak(struct culpert__bucket *b, size_t nb)
   for (size_t i = 0; i < nb; i++)
     b[i] = (struct culpert__bucket){0};
   double peak = -1, sum = 0;
-  int64_t when = culpert__live_add_peak(b, nb, &lost, &peak, 0);
+  int64_t when = culpert__live_add_peak(b, nb, &lost, &peak);
   assert_int_equal(lost, 0);
   for (size_t i = 0; i < nb; i++)
     sum += b[i].inuse_bytes;
@@ -316,15 +316,12 @@ static void test_livetable_peak_samples(void **state)
   assert_true(b[0].inuse_bytes == 0);
   assert_true(b[1].inuse_bytes == 51001 && b[1].inuse_objects == 1);
   assert_true(b[2].inuse_bytes == 50000);
-  /* Bucket 2 is beyond nb: the copy is stale, nothing added; told to
-   * take what there is, bucket 2 is left out. */
+  /* Bucket 2 is beyond nb: left out, the others added. */
   uint64_t lost;
   double peak;
   b[1].inuse_bytes = 0;
   b[2].inuse_bytes = -1;
-  assert_int_equal(culpert__live_add_peak(b, 2, &lost, &peak, 0), -1);
-  assert_true(b[1].inuse_bytes == 0);
-  assert_true(culpert__live_add_peak(b, 2, &lost, &peak, 1) > 0);
+  assert_true(culpert__live_add_peak(b, 2, &lost, &peak) > 0);
   assert_true(b[1].inuse_bytes == 51001);
   assert_true(b[2].inuse_bytes == -1);
 
