@@ -8,15 +8,8 @@
 # -o a directory) with nothing written, a real run's processes, and the
 # merged file read by go tool pprof.
 #   merge.sh CULPERT MKPROFILE WORKLOAD
-set -u
 culpert=$1 mkprofile=$2 workload=$3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-failures=0
-export CULPERT_QUIET=1
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-has() { grep -qF -- "$2" "$1"; }
+. "$(dirname "$0")/lib.sh"
 
 # Two processes of one run. Their span ids clash: id 1 is handle_request
 # in a but cache_warm in b, and handle_request > parse_input is 1 > 2 in a

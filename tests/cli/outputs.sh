@@ -9,15 +9,8 @@
 # culpert run refuses -o a FIFO, from which it could not read the profile
 # back for its report.
 #   outputs.sh CULPERT MKPROFILE
-set -u
 culpert=$1 mkprofile=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-failures=0
-export CULPERT_QUIET=1
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-has() { grep -qF -- "$2" "$1"; }
+. "$(dirname "$0")/lib.sh"
 
 cat >before.txt <<'EOF'
 rate 65536

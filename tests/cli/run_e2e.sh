@@ -9,16 +9,8 @@
 # a static binary or static PIE, exec failure, CULPERT_LIB pointing
 # nowhere).
 #   run_e2e.sh CULPERT WORKLOAD WORKLOAD_STATIC WORKLOAD_STATIC_PIE
-set -u
 culpert=$1 workload=$2 static=$3 static_pie=$4
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-failures=0
-export CULPERT_QUIET=1
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-# has FILE TEXT: FILE contains the fixed string TEXT.
-has() { grep -qF -- "$2" "$1"; }
+. "$(dirname "$0")/lib.sh"
 # wait_ready WHAT: wait, 60 s at most, until `run_workload wait` has
 # created ./ready.
 wait_ready() {
