@@ -40,19 +40,27 @@ static void *snapshotter(void *path)
   return NULL;
 }
 
+/* Start a thread running fn(arg), let it run `us` microseconds once it
+ * says it has started, then cancel it and wait for it to end. */
+static int run_and_cancel(void *(*fn)(void *), void *arg, useconds_t us)
+{
+  pthread_t t;
+  atomic_store(&started, 0);
+  if (pthread_create(&t, NULL, fn, arg) != 0)
+    return -1;
+  while (!atomic_load(&started))
+    usleep(50);
+  usleep(us);
+  pthread_cancel(t);
+  pthread_join(t, NULL);
+  return 0;
+}
+
 static int snapshots(const char *path)
 {
-  for (int i = 0; i < 20; i++) {
-    pthread_t t;
-    atomic_store(&started, 0);
-    if (pthread_create(&t, NULL, snapshotter, (void *)path) != 0)
+  for (int i = 0; i < 20; i++)
+    if (run_and_cancel(snapshotter, (void *)path, 2000) != 0)
       return 1;
-    while (!atomic_load(&started))
-      usleep(100);
-    usleep(2000);
-    pthread_cancel(t);
-    pthread_join(t, NULL);
-  }
   printf("snapshots cancelled 20\n");
   return 0;
 }
@@ -112,17 +120,9 @@ static void *fiber_thread(void *arg)
 static int fibers(void)
 {
   atomic_int caught = 0;
-  for (int i = 0; i < 200; i++) {
-    pthread_t t;
-    atomic_store(&started, 0);
-    if (pthread_create(&t, NULL, fiber_thread, &caught) != 0)
+  for (int i = 0; i < 200; i++)
+    if (run_and_cancel(fiber_thread, &caught, 200) != 0)
       return 1;
-    while (!atomic_load(&started))
-      usleep(50);
-    usleep(200);
-    pthread_cancel(t);
-    pthread_join(t, NULL);
-  }
   printf("cancelled inside malloc %d of 200\n", atomic_load(&caught));
   return 0;
 }
