@@ -550,7 +550,9 @@ static bool rust_primitive(const char *t, size_t n)
 }
 
 /* Code of the C++ and Rust standard libraries: std::, __gnu_cxx::,
- * alloc::, core:: (and a Rust trait impl on one of their types, "<alloc::
+ * alloc::, core::, hashbrown:: (the crate std builds its HashMap and
+ * HashSet from: its frames lie between HashMap::insert and the
+ * allocator) (and a Rust trait impl on one of their types, "<alloc::
  * vec::Vec<T> as core::clone::Clone>::clone"; an inherent method of a
  * primitive type, "<str>::to_lowercase", "<[T]>::to_vec"; a trait of the
  * slice type's own, "<u8 as <[_]>::to_vec_in::ConvertVec>::to_vec"). A
@@ -575,7 +577,8 @@ static bool is_standard_library(const char *function)
     else if (*c == ' ' && depth == 0)
       name = c + 1;
   }
-  static const char *const prefixes[] = {"std::", "__gnu_cxx::", "alloc::", "core::", "<[_]>::"};
+  static const char *const prefixes[] = {
+      "std::", "__gnu_cxx::", "alloc::", "core::", "hashbrown::", "<[_]>::"};
   for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
     if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
       return true;
