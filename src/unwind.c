@@ -603,15 +603,51 @@ static void rule_from(const uint8_t *hdr, const uint8_t *map_start, const uint8_
   out->kind = RULE_STEP;
 }
 
+/* The bounds of the loaded segment that holds `at`. */
+struct segment {
+  uintptr_t at, lo, hi;
+};
+
+static int segment_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+  struct segment *seg = data;
+  (void)size;
+  for (size_t i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && seg->at >= lo && seg->at - lo < ph->p_memsz) {
+      seg->lo = lo;
+      seg->hi = lo + ph->p_memsz;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* The rule at `addr` (a return address minus one, or the exact address
  * of the walk's first frame), read from the call-frame information of the
- * object that holds it. */
+ * object that holds it. _dl_find_object's range is the whole object,
+ * except for an executable whose segments leave gaps between them (linked
+ * with -z max-page-size=0x200000 for huge pages, as node is): glibc then
+ * gives only the segment that holds `addr`, which is code, and never its
+ * .eh_frame_hdr. The reads are then bounded by the segment that holds
+ * .eh_frame_hdr (and .eh_frame, which the linker puts beside it). */
 static void lookup_slow(uintptr_t addr, struct rule *out)
 {
   struct dl_find_object obj;
   out->kind = RULE_GIVE_UP;
-  if (_dl_find_object((void *)addr, &obj) == 0 && obj.dlfo_eh_frame != NULL)
-    rule_from(obj.dlfo_eh_frame, obj.dlfo_map_start, obj.dlfo_map_end, addr, out);
+  if (_dl_find_object((void *)addr, &obj) != 0 || obj.dlfo_eh_frame == NULL)
+    return;
+  const uint8_t *lo = obj.dlfo_map_start, *hi = obj.dlfo_map_end;
+  const uint8_t *hdr = obj.dlfo_eh_frame;
+  if (hdr < lo || hdr >= hi) {
+    struct segment seg = {(uintptr_t)hdr, 0, 0};
+    if (dl_iterate_phdr(segment_cb, &seg) == 0)
+      return;
+    lo = (const uint8_t *)seg.lo;
+    hi = (const uint8_t *)seg.hi;
+  }
+  rule_from(hdr, lo, hi, addr, out);
 }
 
 uint64_t culpert__unwind_rule_word(const void *eh_frame_hdr, const void *lo, const void *hi,

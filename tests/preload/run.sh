@@ -113,6 +113,25 @@ basic_exact | basic_fp)
   expect_line "$p" ' span=handle_request/parse frames=parse_alloc;handle_request;main' "stack"
   expect_no_line "$p" 'frames=(malloc|sample_check|malloc_slow|culpert)' "culpert frames"
   ;;
+segment_gaps)
+  # An executable whose segments leave gaps between them: glibc's
+  # _dl_find_object then gives the code segment alone, without the
+  # .eh_frame_hdr, and culpert's call-frame walk must still take every
+  # stack instead of handing them all to libunwind.
+  gaps=0 end=
+  while read -r _ _ vaddr _ _ memsz _; do
+    [ -n "$end" ] && [ $((vaddr)) -gt $((end + 4096)) ] && gaps=1
+    end=$((vaddr + memsz))
+  done < <(readelf -lW "$BIN/wl_basic_gaps" | grep '^ *LOAD ')
+  [ "$gaps" = 1 ] || exit 77 # the linker did not spread the segments
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/g.pb.gz" run_pre "$BIN/wl_basic_gaps" \
+    2>err) || fail "wl_basic_gaps failed: $(cat err)"
+  expect_line "$out" '^active=1$' "preloaded run"
+  expect_totals g.pb.gz handle_request/parse "100 100000 40 40000 100"
+  p=$(profile g.pb.gz)
+  expect_line "$p" '^comment culpert.libunwind_stacks=0$' "stacks left to libunwind"
+  expect_line "$p" ' span=handle_request/parse frames=parse_alloc;handle_request;main' "stack"
+  ;;
 no_libunwind)
   # libunwind unloadable: stacks fall back to frame pointers, and the
   # profile says so. Hides the library in a private mount namespace; skips
