@@ -1034,7 +1034,18 @@ int culpert__cmd_run(int argc, char **argv)
     goto out;
   }
   if (!written) {
-    if (prog_status != 0) {
+    if (WIFSIGNALED(ws)) {
+      const char *abbrev = sigabbrev_np(WTERMSIG(ws));
+      char sig[24];
+      if (abbrev)
+        snprintf(sig, sizeof sig, "SIG%s", abbrev);
+      else
+        snprintf(sig, sizeof sig, "%d", WTERMSIG(ws));
+      fprintf(stderr,
+              "culpert: note: %s was killed by signal %s (status %d) and wrote no profile (%s)\n",
+              o.argv[0], sig, prog_status, out);
+      status = prog_status;
+    } else if (prog_status != 0) {
       fprintf(stderr, "culpert: note: %s exited with status %d and wrote no profile (%s)\n",
               o.argv[0], prog_status, out);
       status = prog_status;

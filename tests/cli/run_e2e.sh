@@ -167,7 +167,7 @@ for mode in 1 0; do
     [ -f d.pb.gz ] || fail "SIGTERM: no profile written: $(cat err)"
     has out "handle_batch" || fail "SIGTERM: no report: $(cat out)"
   else
-    has err "exited with status 143 and wrote no profile" || fail "SIGTERM: no note: $(cat err)"
+    has err "was killed by signal SIGTERM (status 143) and wrote no profile" || fail "SIGTERM: no note: $(cat err)"
   fi
 done
 
