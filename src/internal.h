@@ -516,7 +516,9 @@ int64_t culpert__record_sample(const uintptr_t *ips, uint32_t depth, uint32_t sp
 /*
  * culpert__record_copy: a consistent copy of every bucket for a snapshot,
  * in memory from the real malloc (guard set): *buckets and *ips, freed by
- * the caller with free(). Returns the number of buckets or -ENOMEM. When
+ * the caller with free(). Returns the number of buckets, nb, or -ENOMEM.
+ * With `twice`, *buckets holds the copy twice, at 0 and at nb, so that two
+ * profiles (the exit profile and CULPERT_PEAK's) have the same samples. When
  * `then` is not NULL it is called with the copy before the record lock is
  * let go (a sampling thread records first, then inserts into the live
  * table, and no sample is recorded meanwhile), so what it reads from the
@@ -524,7 +526,8 @@ int64_t culpert__record_sample(const uintptr_t *ips, uint32_t depth, uint32_t sp
  * has not counted.
  */
 long culpert__record_copy(struct culpert__bucket **buckets, uintptr_t **ips, size_t *nips,
-                          void (*then)(void *arg, struct culpert__bucket *b, size_t nb), void *arg);
+                          int twice, void (*then)(void *arg, struct culpert__bucket *b, size_t nb),
+                          void *arg);
 
 uint64_t culpert__record_dropped(void);
 /* culpert__record_any: whether any sample was recorded (1 also while

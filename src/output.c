@@ -462,37 +462,55 @@ static void span_map_free(uint32_t *map)
     munmap(map, CULPERT__SPAN_NODES * sizeof(uint32_t));
 }
 
-/* What encode_profile adds to its copy of the records while the record
- * lock is still held: the in-use values of the samples live now, or of
- * those live at the in-use peak with the peak's value and time. */
-struct inuse_read {
-  int at_peak;
+/* A copy of the records with their in-use values, taken under the record
+ * lock: the in-use values of the samples live now in b[0..nb) and, with
+ * `peak`, a second copy at b[nb..2nb) with those live at the in-use peak
+ * (CULPERT_PEAK) instead, so that the exit profile and the peak profile
+ * written beside it have the same samples. */
+struct records {
+  struct culpert__bucket *b;
+  uintptr_t *ips;
+  size_t nips;
+  long nb;
+  int peak;
   int64_t peak_nanos;
   uint64_t peak_lost;
-  double peak;
+  double peak_bytes;
 };
 
 static void add_inuse(void *arg, struct culpert__bucket *b, size_t nb)
 {
-  struct inuse_read *r = arg;
-  if (!r->at_peak)
-    culpert__live_add_inuse(b, nb);
-  else
-    r->peak_nanos = culpert__live_add_peak(b, nb, &r->peak_lost, &r->peak);
+  struct records *r = arg;
+  culpert__live_add_inuse(b, nb);
+  if (r->peak)
+    r->peak_nanos = culpert__live_add_peak(b + nb, nb, &r->peak_lost, &r->peak_bytes);
 }
 
-/* The profile as culpert__output_profile describes it; with at_peak, the
- * in-use values are those of the samples live at the in-use peak
- * (CULPERT_PEAK) instead of those live now, and a comment says when the
- * peak was reached. */
-static int encode_profile(unsigned char **out, size_t *len, uint64_t *nsamples, int at_peak)
+static int records_take(struct records *r, int peak)
 {
-  struct culpert__bucket *b = NULL;
-  uintptr_t *ips = NULL;
+  *r = (struct records){.peak = peak};
+  r->nb = culpert__record_copy(&r->b, &r->ips, &r->nips, peak, add_inuse, r);
+  return r->nb < 0 ? (int)r->nb : 0;
+}
+
+static void records_free(struct records *r)
+{
+  free(r->ips);
+  free(r->b);
+}
+
+/* The profile as culpert__output_profile describes it, from the records
+ * `r`; with at_peak (r taken with the peak), the in-use values are those
+ * of the samples live at the in-use peak instead of those live now, and a
+ * comment says when the peak was reached. */
+static int encode_profile(const struct records *r, unsigned char **out, size_t *len,
+                          uint64_t *nsamples, int at_peak)
+{
+  const struct culpert__bucket *b = r->b + (at_peak ? r->nb : 0);
+  long nb = r->nb;
   struct culpert__wsample *ws = NULL;
   struct culpert__wspan *spans = NULL;
   uint32_t *map = NULL;
-  size_t nips = 0;
   int rc;
   enum { NCOMMENT = 14 };
   char cbuf[NCOMMENT][320]; /* room for culpert.exe= and a 255-byte name */
@@ -504,10 +522,6 @@ static int encode_profile(unsigned char **out, size_t *len, uint64_t *nsamples, 
   *nsamples = 0;
   if (culpert__writer_encode == NULL)
     return -ENOSYS;
-  struct inuse_read r = {.at_peak = at_peak};
-  long nb = culpert__record_copy(&b, &ips, &nips, add_inuse, &r);
-  if (nb < 0)
-    return (int)nb;
   ws = calloc((size_t)nb + 1, sizeof *ws);
   /* collect_spans writes every entry of `spans` it counts: no zeroing. */
   spans = malloc(CULPERT__SPAN_NODES * sizeof *spans);
@@ -517,7 +531,7 @@ static int encode_profile(unsigned char **out, size_t *len, uint64_t *nsamples, 
     goto out;
   }
   for (long i = 0; i < nb; i++) {
-    ws[i].ips = ips + b[i].ip_off;
+    ws[i].ips = r->ips + b[i].ip_off;
     ws[i].depth = b[i].depth;
     ws[i].span = b[i].span;
     ws[i].alloc_objects = b[i].alloc_objects;
@@ -538,16 +552,16 @@ static int encode_profile(unsigned char **out, size_t *len, uint64_t *nsamples, 
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.dropped_samples=%llu",
            (unsigned long long)culpert__record_dropped());
   /* Never below the in-use total this profile shows (rounded per stack). */
-  double inuse = 0, peak = at_peak ? r.peak : culpert__live_peak_bytes();
+  double inuse = 0, peak = r->peak ? r->peak_bytes : culpert__live_peak_bytes();
   for (long i = 0; i < nb; i++)
     inuse += b[i].inuse_bytes > 0 ? round(b[i].inuse_bytes) : 0;
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.peak_inuse_bytes=%.0f",
            peak > inuse ? peak : inuse);
   if (at_peak)
-    snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.inuse_at_peak=%lld", (long long)r.peak_nanos);
-  if (r.peak_lost != 0)
+    snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.inuse_at_peak=%lld", (long long)r->peak_nanos);
+  if (at_peak && r->peak_lost != 0)
     snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.inuse_at_peak_lost=%llu",
-             (unsigned long long)r.peak_lost);
+             (unsigned long long)r->peak_lost);
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.pid=%ld", pid != 0 ? pid : (long)getpid());
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.exe=%s", exe_name);
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.span_overflow=%llu",
@@ -580,14 +594,20 @@ out:
   span_map_free(map);
   free(spans);
   free(ws);
-  free(ips);
-  free(b);
   return rc;
 }
 
 int culpert__output_profile(unsigned char **out, size_t *len, uint64_t *nsamples)
 {
-  return encode_profile(out, len, nsamples, 0);
+  struct records r;
+  *out = NULL;
+  *len = 0;
+  *nsamples = 0;
+  int rc = records_take(&r, 0);
+  if (rc == 0)
+    rc = encode_profile(&r, out, len, nsamples, 0);
+  records_free(&r);
+  return rc;
 }
 
 /* A process below the first one that has sampled nothing writes no
@@ -667,10 +687,11 @@ static int write_in_place(const char *path, const unsigned char *buf, size_t len
   return rc;
 }
 
-/* Encode the profile and put it at `path` through a temporary file and a
- * rename (or in place, see in_place); a failure is reported when
- * say_failure is set. The caller holds write_lock. */
-static int write_file(const char *path, enum which which, enum say_ok say_ok, int say_failure)
+/* Encode the profile from the records `r` and put it at `path` through a
+ * temporary file and a rename (or in place, see in_place); a failure is
+ * reported when say_failure is set. The caller holds write_lock. */
+static int write_file(const char *path, const struct records *r, enum which which,
+                      enum say_ok say_ok, int say_failure)
 {
   unsigned char *buf = NULL;
   size_t len = 0;
@@ -678,7 +699,7 @@ static int write_file(const char *path, enum which which, enum say_ok say_ok, in
   char tmp[2 * CULPERT__PATH_MAX + 64];
   int fd = -1;
   const char *what = which == PEAK_PROFILE ? "in-use-at-peak profile" : "profile";
-  int rc = encode_profile(&buf, &len, &nsamples, which == PEAK_PROFILE);
+  int rc = encode_profile(r, &buf, &len, &nsamples, which == PEAK_PROFILE);
   if (rc != 0)
     goto out;
   if (in_place(path)) {
@@ -720,20 +741,6 @@ out:
   return rc;
 }
 
-/* Set by culpert__output_at_exit, under write_lock, once the exit profile
- * is written (or found needless): the process ends at any moment, and
- * would cut off half way a write that began after it, leaving its
- * temporary file behind. */
-static atomic_int exit_done;
-
-int culpert__output_write_file(const char *path)
-{
-  write_lock_take();
-  int rc = atomic_load(&exit_done) ? -EAGAIN : write_file(path, PROFILE, OK_SAY, 1);
-  write_lock_release();
-  return rc;
-}
-
 /* CULPERT_PEAK's file beside the profile at `path`: "NAME.pb.gz" gives
  * "NAME.peak.pb.gz", any other name gets ".peak.pb.gz" added. */
 static int peak_path(const char *path, char *out, size_t n)
@@ -749,27 +756,57 @@ static int peak_path(const char *path, char *out, size_t n)
   return 0;
 }
 
-/* The exit profile's file (at exit, on a rewrite, before an exec) and,
- * with CULPERT_PEAK, the in-use-at-peak profile beside it. The caller
- * holds write_lock. Returns what writing the profile returned. */
-static int write_exit_files(const char *path, enum say_ok say_ok, int say_failure)
+/* The profile at `path` and, with peak_too, the in-use-at-peak profile
+ * beside it, both from one copy of the records. The caller holds
+ * write_lock. Returns what writing the profile returned. */
+static int write_files(const char *path, int peak_too, enum say_ok say_ok, int say_failure)
 {
-  int rc = write_file(path, PROFILE, say_ok, say_failure);
-  if (!culpert__cfg.peak)
-    return rc;
   char peak[2 * CULPERT__PATH_MAX + 16];
-  if (in_place(path)) {
+  int with_peak = 0;
+  if (peak_too && in_place(path)) {
     if (say_failure)
       culpert__say("CULPERT_PEAK: %s is not a regular file; no in-use-at-peak profile written",
                    path);
-  } else if (peak_path(path, peak, sizeof peak) != 0) {
+  } else if (peak_too && peak_path(path, peak, sizeof peak) != 0) {
     if (say_failure)
       culpert__say("CULPERT_PEAK: the name beside %s is too long; no in-use-at-peak profile "
                    "written",
                    path);
   } else {
-    write_file(peak, PEAK_PROFILE, say_ok == OK_SAY_PERIODIC ? OK_SAY : say_ok, say_failure);
+    with_peak = peak_too;
   }
+  struct records r;
+  int rc = records_take(&r, with_peak);
+  if (rc != 0) {
+    if (say_failure)
+      culpert__say("cannot write profile %s: %s", path, strerror(-rc));
+    return rc;
+  }
+  rc = write_file(path, &r, PROFILE, say_ok, say_failure);
+  if (with_peak)
+    write_file(peak, &r, PEAK_PROFILE, say_ok == OK_SAY_PERIODIC ? OK_SAY : say_ok, say_failure);
+  records_free(&r);
+  return rc;
+}
+
+/* The exit profile's file (at exit, on a rewrite, before an exec) and,
+ * with CULPERT_PEAK, the in-use-at-peak profile beside it. */
+static int write_exit_files(const char *path, enum say_ok say_ok, int say_failure)
+{
+  return write_files(path, culpert__cfg.peak, say_ok, say_failure);
+}
+
+/* Set by culpert__output_at_exit, under write_lock, once the exit profile
+ * is written (or found needless): the process ends at any moment, and
+ * would cut off half way a write that began after it, leaving its
+ * temporary file behind. */
+static atomic_int exit_done;
+
+int culpert__output_write_file(const char *path)
+{
+  write_lock_take();
+  int rc = atomic_load(&exit_done) ? -EAGAIN : write_files(path, 0, OK_SAY, 1);
+  write_lock_release();
   return rc;
 }
 

@@ -119,8 +119,10 @@ out:
 }
 
 long culpert__record_copy(struct culpert__bucket **out, uintptr_t **ips, size_t *nips_out,
-                          void (*then)(void *arg, struct culpert__bucket *b, size_t nb), void *arg)
+                          int twice, void (*then)(void *arg, struct culpert__bucket *b, size_t nb),
+                          void *arg)
 {
+  size_t copies = twice ? 2 : 1;
   long rc = -EAGAIN;
   *out = NULL;
   *ips = NULL;
@@ -130,7 +132,7 @@ long culpert__record_copy(struct culpert__bucket **out, uintptr_t **ips, size_t 
    * No allocation or free happens under the lock. */
   size_t want_b = 0, want_i = 0;
   for (int attempt = 0; attempt < 8; attempt++) {
-    *out = malloc((want_b + 1) * sizeof **out);
+    *out = malloc((want_b + 1) * copies * sizeof **out);
     *ips = malloc((want_i + 1) * sizeof **ips);
     if (*out == NULL || *ips == NULL) {
       rc = -ENOMEM;
@@ -139,7 +141,8 @@ long culpert__record_copy(struct culpert__bucket **out, uintptr_t **ips, size_t 
     culpert__lock(&lock);
     if (nbuckets <= want_b && nips <= want_i) {
       if (nbuckets > 0) {
-        memcpy(*out, buckets, nbuckets * sizeof **out);
+        for (size_t c = 0; c < copies; c++)
+          memcpy(*out + c * nbuckets, buckets, nbuckets * sizeof **out);
         memcpy(*ips, ip_pool, (size_t)nips * sizeof **ips);
       }
       *nips_out = (size_t)nips;

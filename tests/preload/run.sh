@@ -952,8 +952,10 @@ rewrite_consistency)
   # allocated, and a peak file's in-use total is its own peak comment.
   # Samples recorded between the copy of the records and the read of the
   # live table once broke both (12 of 49 rewrites, and every peak file).
+  # Each rewrite's profile and peak file hold the same samples (each once
+  # took a copy of its own, a few samples apart).
   CULPERT_SNAPSHOT_SIGNAL=USR2 CULPERT_PEAK=1 CULPERT_SAMPLE_RATE=0 CULPERT_STACK=fp \
-    CULPERT_QUIET=1 CULPERT_OUTPUT="$work/g.pb.gz" env LD_PRELOAD="$LIB" \
+    CULPERT_OUTPUT="$work/g.pb.gz" env LD_PRELOAD="$LIB" \
     "$BIN/wl_threads" --grow 2500 >out 2>err &
   prog=$!
   mkdir copies
@@ -981,6 +983,16 @@ rewrite_consistency)
       END { printf "%d %d\n", s, p }')
     [ "$inuse" = "$peak" ] || fail "$f: in use $inuse, its peak comment $peak"
   done
+  bad=$(awk '{ c = $(NF - 1); sub(/^\(/, "", c) }
+    /wrote profile to/ { n = c }
+    /wrote in-use-at-peak profile to/ && c != n && !bad { bad = n " and " c " samples" }
+    END { print bad }' err)
+  [ -z "$bad" ] || fail "a rewrite's profile and peak file hold different samples: $bad"
+  pairs=$(grep -c 'wrote in-use-at-peak profile to' err)
+  [ "$pairs" -ge 20 ] || fail "only $pairs peak files written: $(head -4 err)"
+  [ "$(profile copies/now.exit.pb.gz | awk '$1 == "sample" { s += $2 } END { print s }')" = \
+    "$(profile copies/peak.exit.pb.gz | awk '$1 == "sample" { s += $2 } END { print s }')" ] ||
+    fail "the exit profile and its peak file allocated different totals"
   ;;
 snapshot_signal)
   # CULPERT_SNAPSHOT_SIGNAL=USR2: each USR2 rewrites the exit profile's

@@ -37,7 +37,7 @@ static void test_record_aggregates_by_stack_and_span(void **state)
   struct culpert__bucket *bk;
   uintptr_t *ips;
   size_t nips;
-  long n = culpert__record_copy(&bk, &ips, &nips, NULL, NULL);
+  long n = culpert__record_copy(&bk, &ips, &nips, 0, NULL, NULL);
   culpert__live_add_inuse(bk, (size_t)n);
   assert_int_equal(n, 4);
   assert_int_equal(nips, 11);
@@ -52,7 +52,7 @@ static void test_record_aggregates_by_stack_and_span(void **state)
   free(ips);
 
   /* a second copy still has everything */
-  n = culpert__record_copy(&bk, &ips, &nips, NULL, NULL);
+  n = culpert__record_copy(&bk, &ips, &nips, 0, NULL, NULL);
   assert_int_equal(n, 4);
   assert_int_equal(bk[k1].samples, 2);
   assert_true(bk[k1].inuse_objects == 0.0); /* summed only on request */
@@ -70,7 +70,7 @@ static void test_record_empty_stack_and_reset(void **state)
   struct culpert__bucket *bk;
   uintptr_t *ips;
   size_t nips;
-  assert_int_equal(culpert__record_copy(&bk, &ips, &nips, NULL, NULL), 0);
+  assert_int_equal(culpert__record_copy(&bk, &ips, &nips, 0, NULL, NULL), 0);
   free(bk);
   free(ips);
   assert_int_equal(culpert__record_sample(NULL, 0, 0, 8, 1.0), 0);
