@@ -9,6 +9,7 @@
  * malformed unit is skipped without affecting the others.
  */
 #include "dwarf.h"
+#include "demangle.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -867,10 +868,17 @@ static const struct abbrev *abbrev_find(const struct abbrevs *t, uint64_t code)
 /* .debug_info units and attributes                                        */
 
 enum {
+  TAG_CLASS_TYPE = 0x02,
   TAG_COMPILE_UNIT = 0x11,
-  TAG_PARTIAL_UNIT = 0x3c,
+  TAG_STRUCTURE_TYPE = 0x13,
+  TAG_UNION_TYPE = 0x17,
   TAG_INLINED_SUBROUTINE = 0x1d,
+  TAG_SUBPROGRAM = 0x2e,
+  TAG_NAMESPACE = 0x39,
+  TAG_PARTIAL_UNIT = 0x3c,
+  AT_SIBLING = 0x01,
   AT_NAME = 0x03,
+  AT_LANGUAGE = 0x13,
   AT_STMT_LIST = 0x10,
   AT_LOW_PC = 0x11,
   AT_HIGH_PC = 0x12,
@@ -901,6 +909,7 @@ struct cu {
   uint64_t rnglists_base;
   uint64_t stmt_list;
   int has_stmt_list;
+  uint64_t language; /* DW_AT_language, 0 when absent */
 };
 
 enum { V_NONE, V_CONST, V_ADDR, V_STR, V_STRP, V_STRX, V_ADDRX, V_REF, V_SEC, V_RNGX };
@@ -1299,6 +1308,9 @@ static int cu_open(const struct culpert__dwarf *d, uint64_t off, struct cu *cu, 
     case AT_RNGLISTS_BASE:
       cu->rnglists_base = v.u;
       break;
+    case AT_LANGUAGE:
+      cu->language = v.u;
+      break;
     }
   }
   if (low.kind != V_NONE)
@@ -1374,19 +1386,32 @@ static const struct cu *units_find(const struct culpert__dwarf *d, struct units 
   return &u->other;
 }
 
-/* The name of the function entry at `off`: the first linkage name along
- * its abstract origin / specification chain, else the first plain name.
- * The strings live in the sections. */
-static const char *die_name(const struct culpert__dwarf *d, const struct cu *home,
-                            struct units *units, uint64_t off)
+/* The unit holding .debug_info offset `off`: `home` or another one (which
+ * stays valid only until the next units_find). */
+static const struct cu *unit_at(const struct culpert__dwarf *d, const struct cu *home,
+                                struct units *units, uint64_t off)
 {
-  const char *plain = NULL;
-  const struct cu *cu = home;
-  const char *found = NULL;
+  if (off >= home->die_off && off < home->end)
+    return home;
+  return units_find(d, units, off);
+}
 
-  for (int hop = 0; hop < 8 && !found; hop++) {
+/* What the abstract origin / specification chain from a DIE says about
+ * its name. The strings live in the sections. */
+struct dname {
+  const char *linkage; /* the first linkage name along the chain, or NULL */
+  const char *plain;   /* the first plain name, or NULL */
+  uint64_t plain_off;  /* the DIE that carries `plain` (its declaration) */
+};
+
+static void die_chain(const struct culpert__dwarf *d, const struct cu *home, struct units *units,
+                      uint64_t off, struct dname *dn)
+{
+  const struct cu *cu = home;
+  *dn = (struct dname){NULL, NULL, 0};
+  for (int hop = 0; hop < 8 && !dn->linkage; hop++) {
     if (off < cu->die_off || off >= cu->end) {
-      cu = off >= home->die_off && off < home->end ? home : units_find(d, units, off);
+      cu = unit_at(d, home, units, off);
       if (!cu)
         break;
     }
@@ -1401,18 +1426,366 @@ static const char *die_name(const struct culpert__dwarf *d, const struct cu *hom
       struct val v;
       if (read_val(&r, s->form, s->implicit, cu, d, &v, 0))
         break;
-      if (s->attr == AT_LINKAGE_NAME || s->attr == AT_MIPS_LINKAGE_NAME)
-        found = val_str(d, cu, &v);
-      else if (s->attr == AT_NAME && !plain)
-        plain = val_str(d, cu, &v);
-      else if ((s->attr == AT_ABSTRACT_ORIGIN || s->attr == AT_SPECIFICATION) && v.kind == V_REF)
+      if (s->attr == AT_LINKAGE_NAME || s->attr == AT_MIPS_LINKAGE_NAME) {
+        dn->linkage = val_str(d, cu, &v);
+      } else if (s->attr == AT_NAME && !dn->plain) {
+        dn->plain = val_str(d, cu, &v);
+        dn->plain_off = off;
+      } else if ((s->attr == AT_ABSTRACT_ORIGIN || s->attr == AT_SPECIFICATION) &&
+                 v.kind == V_REF) {
         next_ref = v.u;
+      }
     }
-    if (found || !next_ref || next_ref == off)
+    if (dn->linkage || !next_ref || next_ref == off)
       break;
     off = next_ref;
   }
-  return found ? found : plain;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Qualified names                                                         */
+
+/* DIE nesting followed when looking for a DIE's parents; scopes named
+ * through another DIE (a function's declaration, its enclosing function)
+ * followed from one name; longest qualified name. */
+#define SCOPE_DEPTH   64
+#define SCOPE_HOPS    6
+#define QUALIFIED_MAX (64u * 1024u)
+
+/* A DIE around another one. */
+struct scope {
+  uint64_t off;
+  uint64_t tag;
+};
+
+/* Where the last walk for a DIE's parents stopped: the next one in the
+ * same unit, for a DIE further on, goes on from there. */
+struct walk {
+  uint64_t unit; /* .debug_info offset of the unit's header */
+  uint64_t at;   /* the DIE it stopped at */
+  int depth;     /* -1: nothing to go on from */
+  struct scope up[SCOPE_DEPTH];
+};
+
+/* Names worked out in one culpert__dwarf_resolve call, by DIE offset: an
+ * open-addressed table (keys are offsets + 1, 0 is free); the strings are
+ * in the pool or the sections, NULL for a DIE without a name. */
+struct names {
+  uint64_t *key;
+  const char **val;
+  size_t n;
+  size_t cap;
+  struct walk *walk; /* allocated on first use */
+};
+
+static void names_free(struct names *t)
+{
+  free(t->key);
+  free(t->val);
+  free(t->walk);
+  memset(t, 0, sizeof *t);
+}
+
+static size_t names_slot(const struct names *t, uint64_t off)
+{
+  size_t i = (size_t)((off + 1) * 0x9e3779b97f4a7c15u >> 20) & (t->cap - 1);
+  while (t->key[i] && t->key[i] != off + 1)
+    i = (i + 1) & (t->cap - 1);
+  return i;
+}
+
+static int names_get(const struct names *t, uint64_t off, const char **name)
+{
+  if (t->cap == 0)
+    return 0;
+  size_t i = names_slot(t, off);
+  if (!t->key[i])
+    return 0;
+  *name = t->val[i];
+  return 1;
+}
+
+/* Best effort: a name that cannot be kept is worked out again next time. */
+static void names_put(struct names *t, uint64_t off, const char *name)
+{
+  if (2 * (t->n + 1) > t->cap) {
+    size_t cap = t->cap ? 2 * t->cap : 64;
+    struct names g = {calloc(cap, sizeof *g.key), calloc(cap, sizeof *g.val), 0, cap, t->walk};
+    if (!g.key || !g.val) {
+      free(g.key);
+      free(g.val);
+      return;
+    }
+    for (size_t i = 0; i < t->cap; i++) {
+      if (t->key[i]) {
+        size_t j = names_slot(&g, t->key[i] - 1);
+        g.key[j] = t->key[i];
+        g.val[j] = t->val[i];
+        g.n++;
+      }
+    }
+    free(t->key);
+    free(t->val);
+    *t = g;
+  }
+  size_t i = names_slot(t, off);
+  t->n += !t->key[i];
+  t->key[i] = off + 1;
+  t->val[i] = name;
+}
+
+/* The DIEs enclosing the one at `target` in unit `cu`, outermost (the
+ * unit DIE) first, in w->up: DIEs have no parent links, so the unit's
+ * tree is walked, skipping by DW_AT_sibling the subtrees that end before
+ * `target` (only ever forward), from its start or from where the last
+ * walk in the unit stopped when that was before `target`. Returns how
+ * many there are, or -1 when `target` is not the start of a DIE or lies
+ * deeper than SCOPE_DEPTH. */
+static int die_parents(const struct culpert__dwarf *d, const struct cu *cu, uint64_t target,
+                       struct walk *w)
+{
+  struct rd r = rd_at(&d->info, cu->die_off);
+  r.end = d->info.p + cu->end;
+  if (w->depth >= 0 && w->unit == cu->off && w->at >= cu->die_off && w->at <= target)
+    r.p = d->info.p + w->at;
+  else
+    w->depth = 0;
+  w->unit = cu->off;
+  while (!r.err && r.p < r.end) {
+    uint64_t off = (uint64_t)(r.p - d->info.p);
+    if (off > target)
+      break;
+    uint64_t code = rd_uleb(&r);
+    if (code == 0) {
+      if (w->depth > 0)
+        w->depth--;
+      continue;
+    }
+    if (off == target) {
+      w->at = off;
+      return w->depth;
+    }
+    const struct abbrev *a = abbrev_find(&cu->ab, code);
+    if (!a)
+      break;
+    uint64_t sibling = 0;
+    size_t k = 0;
+    for (; k < a->nspec; k++) {
+      const struct aspec *s = &cu->ab.specs[a->spec + k];
+      struct val v;
+      if (read_val(&r, s->form, s->implicit, cu, d, &v, 0))
+        break;
+      if (s->attr == AT_SIBLING && v.kind == V_REF)
+        sibling = v.u;
+    }
+    if (k < a->nspec || (a->children && w->depth == SCOPE_DEPTH))
+      break;
+    if (!a->children)
+      continue;
+    if (sibling > (uint64_t)(r.p - d->info.p) && sibling <= target)
+      r.p = d->info.p + sibling;
+    else
+      w->up[w->depth++] = (struct scope){off, a->tag};
+  }
+  w->depth = -1;
+  return -1;
+}
+
+/* Whether the unnamed class at `off` is the closure type of a lambda:
+ * GCC names its constructor "<lambda>" and destructor "~<lambda>",
+ * declared before its other members. */
+static int is_closure(const struct culpert__dwarf *d, const struct cu *cu, uint64_t off)
+{
+  struct rd r = rd_at(&d->info, off);
+  r.end = d->info.p + cu->end;
+  int depth = 0;
+  for (int n = 0; n < 64 && !r.err && r.p < r.end; n++) {
+    uint64_t code = rd_uleb(&r);
+    if (code == 0) {
+      if (--depth <= 0)
+        return 0;
+      continue;
+    }
+    const struct abbrev *a = abbrev_find(&cu->ab, code);
+    if (!a)
+      return 0;
+    for (size_t k = 0; k < a->nspec; k++) {
+      const struct aspec *s = &cu->ab.specs[a->spec + k];
+      struct val v;
+      if (read_val(&r, s->form, s->implicit, cu, d, &v, 0))
+        return 0;
+      if (depth == 1 && a->tag == TAG_SUBPROGRAM && s->attr == AT_NAME) {
+        const char *name = val_str(d, cu, &v);
+        if (name && strncmp(name + (name[0] == '~'), "<lambda", 7) == 0)
+          return 1;
+      }
+    }
+    if (a->children)
+      depth++;
+    else if (depth == 0)
+      return 0;
+  }
+  return 0;
+}
+
+/* Languages whose functions live in no namespace or class. */
+static int flat_language(uint64_t lang)
+{
+  switch (lang) {
+  case 0x01: /* DW_LANG_C89 */
+  case 0x02: /* DW_LANG_C */
+  case 0x0c: /* DW_LANG_C99 */
+  case 0x10: /* DW_LANG_ObjC */
+  case 0x1d: /* DW_LANG_C11 */
+  case 0x2c: /* DW_LANG_C17 */
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* Everything one name needs. */
+struct namer {
+  const struct culpert__dwarf *d;
+  const struct cu *home;
+  struct units *units;
+  struct names *names;
+  struct culpert__pool *pool;
+};
+
+static const char *display_name(struct namer *nm, uint64_t off, int hops, const struct scope *up,
+                                int n);
+
+/* `name` with the names of the namespaces, classes and function in
+ * up[1..n) (the parents of its DIE, outermost first) in front, joined by
+ * "::": "std::vector<int, std::allocator<int> >::_M_realloc_insert<...>",
+ * "main::<lambda>::operator()". A function among them (around a local
+ * class such as a lambda's closure) is named as display_name names it,
+ * with its own scopes in front, and ends the list. Unnamed scopes are
+ * "(anonymous namespace)", "<lambda>", "(anonymous struct)" and the like.
+ * Returns `name` itself when nothing is in front, or on any failure. */
+static const char *qualify_in(struct namer *nm, const char *name, const struct scope *up, int n,
+                              int hops)
+{
+  const char *outer = NULL, *q = name;
+  int nparts = 0;
+  /* On the heap: this recurses, and a snapshot may be written from a
+   * thread with a small stack. */
+  const char **part = n > 1 ? malloc((size_t)n * sizeof *part) : NULL;
+  if (!part)
+    return name;
+  for (int i = n - 1; i >= 1 && !outer; i--) {
+    uint64_t tag = up[i].tag;
+    if (tag != TAG_NAMESPACE && tag != TAG_CLASS_TYPE && tag != TAG_STRUCTURE_TYPE &&
+        tag != TAG_UNION_TYPE && tag != TAG_SUBPROGRAM)
+      continue; /* lexical blocks and the like */
+    struct dname dn;
+    die_chain(nm->d, nm->home, nm->units, up[i].off, &dn);
+    if (tag == TAG_SUBPROGRAM || (dn.plain && dn.plain_off != up[i].off)) {
+      /* A function, or a scope declared elsewhere: named with its own
+       * scopes, which are up[1..i) when it declares itself. */
+      outer = hops < SCOPE_HOPS ? display_name(nm, up[i].off, hops + 1, up, i) : NULL;
+      if (!outer)
+        break;
+    } else if (dn.plain) {
+      part[nparts++] = dn.plain;
+    } else if (tag == TAG_NAMESPACE) {
+      part[nparts++] = "(anonymous namespace)";
+    } else {
+      const struct cu *cu = unit_at(nm->d, nm->home, nm->units, up[i].off);
+      if (cu && tag != TAG_UNION_TYPE && is_closure(nm->d, cu, up[i].off))
+        part[nparts++] = "<lambda>";
+      else
+        part[nparts++] = tag == TAG_CLASS_TYPE   ? "(anonymous class)"
+                         : tag == TAG_UNION_TYPE ? "(anonymous union)"
+                                                 : "(anonymous struct)";
+    }
+  }
+  size_t len = strlen(name) + 1;
+  if (outer)
+    len += strlen(outer) + 2;
+  for (int i = 0; i < nparts; i++)
+    len += strlen(part[i]) + 2;
+  char *buf = (outer || nparts) && len <= QUALIFIED_MAX ? malloc(len) : NULL, *at = buf;
+  if (buf) {
+    if (outer)
+      at += sprintf(at, "%s::", outer);
+    for (int i = nparts; i-- > 0;)
+      at += sprintf(at, "%s::", part[i]);
+    strcpy(at, name);
+    if (pool_keep(nm->pool, buf))
+      q = buf;
+  }
+  free(part);
+  return q;
+}
+
+/* `name`, the plain name of the DIE at `off`, qualified (qualify_in)
+ * with the scopes its unit's tree puts it in. */
+static const char *qualify(struct namer *nm, uint64_t off, const char *name, int hops)
+{
+  const struct cu *cu = unit_at(nm->d, nm->home, nm->units, off);
+  if (!cu || flat_language(cu->language))
+    return name;
+  struct walk *w = nm->names->walk;
+  if (!w && (w = nm->names->walk = malloc(sizeof *w)) != NULL)
+    w->depth = -1;
+  if (!w)
+    return name;
+  int n = die_parents(nm->d, cu, off, w);
+  if (n <= 1)
+    return name;
+  /* A copy: the next walk overwrites w->up. */
+  struct scope *up = malloc((size_t)n * sizeof *up);
+  if (!up)
+    return name;
+  memcpy(up, w->up, (size_t)n * sizeof *up);
+  const char *q = qualify_in(nm, name, up, n, hops);
+  free(up);
+  return q;
+}
+
+/* The name of the function or scope at `off` as a profile shows it: its
+ * demangled linkage name when it has one (a function around a lambda:
+ * "app::Shop::run(int)"), else the qualified plain name of its
+ * declaration; NULL when it has none. up[0..n), when n > 0, are the
+ * parents of `off`, already known. Kept per offset. */
+static const char *display_name(struct namer *nm, uint64_t off, int hops, const struct scope *up,
+                                int n)
+{
+  const char *name = NULL;
+  if (names_get(nm->names, off, &name))
+    return name;
+  struct dname dn;
+  die_chain(nm->d, nm->home, nm->units, off, &dn);
+  char *pretty = dn.linkage ? culpert__demangle(dn.linkage) : NULL;
+  if (pretty)
+    name = pool_keep(nm->pool, pretty);
+  else if (dn.plain && dn.plain_off != off)
+    name = display_name(nm, dn.plain_off, hops + 1, NULL, 0);
+  else if (dn.plain && n > 0)
+    name = qualify_in(nm, dn.plain, up, n, hops);
+  else if (dn.plain)
+    name = qualify(nm, off, dn.plain, hops);
+  names_put(nm->names, off, name);
+  return name;
+}
+
+/* The name of the inlined function whose abstract instance is at `off`:
+ * its linkage name (*mangled set), else its qualified plain name. */
+static const char *inline_name(struct namer *nm, uint64_t off, int *mangled)
+{
+  struct dname dn;
+  die_chain(nm->d, nm->home, nm->units, off, &dn);
+  *mangled = dn.linkage != NULL;
+  if (dn.linkage || !dn.plain)
+    return dn.linkage;
+  const char *name = NULL;
+  if (names_get(nm->names, dn.plain_off, &name))
+    return name;
+  name = qualify(nm, dn.plain_off, dn.plain, 0);
+  names_put(nm->names, dn.plain_off, name);
+  return name;
 }
 
 /* An inlined call found around a wanted address, before names are known. */
@@ -1510,11 +1883,53 @@ static int pending_cmp(const void *x, const void *y)
   return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
+/* A plain name to qualify. */
+struct plain {
+  uint64_t off;
+  const char *name;
+};
+
+static int plain_cmp(const void *x, const void *y)
+{
+  const struct plain *a = x, *b = y;
+  return a->off < b->off ? -1 : a->off > b->off;
+}
+
+/* Qualifies the plain names of the pending calls in the order of their
+ * declarations, so that the walks for their parents go on from one
+ * another (see die_parents) instead of each starting over. Best effort:
+ * inline_name finds what this leaves out. */
+static void name_in_order(struct namer *nm, const struct pendings *pend)
+{
+  if (flat_language(nm->home->language))
+    return;
+  struct plain *v = malloc(pend->n * sizeof *v);
+  size_t n = 0;
+  if (!v)
+    return;
+  for (size_t i = 0; i < pend->n; i++) {
+    struct dname dn;
+    if (!pend->p[i].origin)
+      continue;
+    die_chain(nm->d, nm->home, nm->units, pend->p[i].origin, &dn);
+    if (!dn.linkage && dn.plain)
+      v[n++] = (struct plain){dn.plain_off, dn.plain};
+  }
+  qsort(v, n, sizeof *v, plain_cmp);
+  for (size_t i = 0; i < n; i++) {
+    const char *name;
+    if (!names_get(nm->names, v[i].off, &name))
+      names_put(nm->names, v[i].off, qualify(nm, v[i].off, v[i].name, 0));
+  }
+  free(v);
+}
+
 /* Turns the pending calls of one unit into results: names, call files. */
 static int finish_unit(const struct culpert__dwarf *d, const struct cu *cu, struct units *units,
-                       struct pendings *pend, struct culpert__srcpos *out,
+                       struct names *names, struct pendings *pend, struct culpert__srcpos *out,
                        struct culpert__pool *pool)
 {
+  struct namer nm = {d, cu, units, names, pool};
   struct lhdr h;
   uint64_t next;
   int have_lines = 0;
@@ -1528,6 +1943,7 @@ static int finish_unit(const struct culpert__dwarf *d, const struct cu *cu, stru
     have_lines = rc == 0;
     rc = 0;
   }
+  name_in_order(&nm, pend);
   /* Group by address, keeping DIE order (outermost call first). */
   qsort(pend->p, pend->n, sizeof *pend->p, pending_cmp);
   for (size_t i = 0, end; i < pend->n && rc == 0; i = end) {
@@ -1545,7 +1961,9 @@ static int finish_unit(const struct culpert__dwarf *d, const struct cu *cu, stru
     size_t n = o->ninl;
     for (size_t k = i; k < end; k++) {
       const struct pending *p = &pend->p[k];
-      inl[n].name = p->origin ? pool_strdup(pool, die_name(d, cu, units, p->origin)) : NULL;
+      int mangled = 0;
+      inl[n].name = p->origin ? pool_strdup(pool, inline_name(&nm, p->origin, &mangled)) : NULL;
+      inl[n].mangled = mangled;
       inl[n].call_file = have_lines ? lhdr_file(&h, p->call_file, pool) : NULL;
       inl[n].call_line = p->call_line > UINT32_MAX ? UINT32_MAX : (uint32_t)p->call_line;
       n++;
@@ -1703,8 +2121,8 @@ out:
 
 /* Reads one unit: its line program (unless already run, as listed in
  * `done`) and its inlined calls around wanted addresses. */
-static int unit_resolve(struct job *j, uint64_t off, struct units *units, struct pendings *pend,
-                        struct offsets *done)
+static int unit_resolve(struct job *j, uint64_t off, struct units *units, struct names *names,
+                        struct pendings *pend, struct offsets *done)
 {
   struct cu cu;
   struct ranges rg;
@@ -1721,7 +2139,7 @@ static int unit_resolve(struct job *j, uint64_t off, struct units *units, struct
   if (rc == 0)
     rc = walk_unit(j->d, &cu, j->w, j->nw, pend);
   if (rc == 0)
-    rc = finish_unit(j->d, &cu, units, pend, j->out, j->pool);
+    rc = finish_unit(j->d, &cu, units, names, pend, j->out, j->pool);
   abbrevs_free(&cu.ab);
   return rc;
 }
@@ -1732,6 +2150,7 @@ int culpert__dwarf_resolve(const struct culpert__dwarf *d, const uint64_t *vaddr
   struct offsets wanted = {0}, done = {0};
   struct pendings pend = {0};
   struct units units = {0};
+  struct names names = {0};
   struct want *w = NULL;
   int rc = 0;
   for (size_t i = 0; i < n; i++)
@@ -1748,7 +2167,7 @@ int culpert__dwarf_resolve(const struct culpert__dwarf *d, const uint64_t *vaddr
   if (d->info.p && d->abbrev.p) {
     rc = units_wanted(d, w, n, &wanted);
     for (size_t i = 0; i < wanted.n && rc == 0; i++)
-      rc = unit_resolve(&j, wanted.v[i], &units, &pend, &done);
+      rc = unit_resolve(&j, wanted.v[i], &units, &names, &pend, &done);
   }
   if (rc != 0)
     goto out;
@@ -1769,5 +2188,6 @@ out:
   free(done.v);
   free(pend.p);
   units_free(&units);
+  names_free(&names);
   return rc;
 }

@@ -58,8 +58,13 @@ void culpert__pool_free(struct culpert__pool *p);
 
 /* One inlined call around an address. */
 struct culpert__inline {
-  const char *name;      /* the inlined function: linkage (mangled) name when the
-                            DWARF has one, else its plain name; NULL if unknown */
+  /* The inlined function: its linkage (mangled) name when the DWARF has
+   * one (`mangled` set), else its plain name qualified with the names of
+   * the namespaces, classes and functions around its declaration
+   * ("main::<lambda>::operator()": GCC gives no linkage name to functions
+   * whose signature involves a local type); NULL if unknown. */
+  const char *name;
+  int mangled;
   const char *call_file; /* the call site, NULL when unknown */
   uint32_t call_line;
 };

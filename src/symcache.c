@@ -213,6 +213,7 @@ void culpert__symcache_put_srcpos(uint64_t addr, const struct culpert__srcpos *p
     ok &= inl != NULL;
     for (uint32_t k = 0; ok && k < pos->ninl; k++) {
       inl[k].name = intern(pos->inl[k].name, &ok);
+      inl[k].mangled = pos->inl[k].mangled;
       inl[k].call_file = intern(pos->inl[k].call_file, &ok);
       inl[k].call_line = pos->inl[k].call_line;
     }

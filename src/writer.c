@@ -447,12 +447,13 @@ static int64_t function_id(struct ctx *c, int64_t name, int64_t system_name, int
   return idx + 1;
 }
 
-/* String indices of an inlined function's display and raw names. */
-static int inline_names(struct ctx *c, const char *raw, int64_t *name, int64_t *system_name)
+/* String indices of an inlined function's display and raw names. Only a
+ * linkage name is demangled: a qualified plain name is shown as it is. */
+static int inline_names(struct ctx *c, const struct culpert__inline *inl, int64_t *name,
+                        int64_t *system_name)
 {
-  if (!raw)
-    raw = "[inlined]";
-  char *pretty = culpert__demangle(raw);
+  const char *raw = inl->name ? inl->name : "[inlined]";
+  char *pretty = inl->name && inl->mangled ? culpert__demangle(raw) : NULL;
   *system_name = strtab_intern(&c->strs, raw);
   *name = pretty ? strtab_intern(&c->strs, pretty) : *system_name;
   free(pretty);
@@ -488,7 +489,7 @@ static int location_lines(struct ctx *c, struct location *loc, const struct culp
     const char *file = k + 1 == pos->ninl ? pos->file : pos->inl[k + 1].call_file;
     uint32_t line = k + 1 == pos->ninl ? pos->line : pos->inl[k + 1].call_line;
     int64_t name, system_name;
-    if (inline_names(c, pos->inl[k].name, &name, &system_name))
+    if (inline_names(c, &pos->inl[k], &name, &system_name))
       return -ENOMEM;
     int64_t filename = file ? strtab_intern(&c->strs, file) : 0;
     if (filename < 0)

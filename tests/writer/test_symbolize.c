@@ -729,6 +729,106 @@ static void test_symbolize_corrupt_compressed_dwarf(void **state)
   free(orig);
 }
 
+/* Resolves every address of the .text of `path` (the C++ fixture): puts
+ * the first `max` that lie in inlined code in out[] and returns how many,
+ * and hands `each` the name of every function inlined anywhere. */
+static size_t cxx_inlined(const char *path, uint64_t *out, size_t max,
+                          void (*each)(const char *, int))
+{
+  size_t len, off, size, index;
+  unsigned char *elf = slurp(path, &len);
+  find_section(elf, ".text", &off, &size, &index);
+  const Elf64_Shdr *sh = (const void *)(elf + ((const Elf64_Ehdr *)elf)->e_shoff);
+  uint64_t text = sh[index].sh_addr;
+  free(elf);
+  assert_true(size > 0);
+  uint64_t *vaddrs = malloc(size * sizeof *vaddrs);
+  struct culpert__srcpos *pos = malloc(size * sizeof *pos);
+  assert_non_null(vaddrs);
+  assert_non_null(pos);
+  for (size_t i = 0; i < size; i++)
+    vaddrs[i] = text + i;
+  struct culpert__symtab *t;
+  assert_int_equal(culpert__symtab_load(path, &t), 0);
+  assert_int_equal(culpert__symtab_lines(t, vaddrs, size, pos), 0);
+  size_t n = 0;
+  for (size_t i = 0; i < size; i++) {
+    if (pos[i].ninl > 0 && n < max)
+      out[n++] = vaddrs[i];
+    for (uint32_t k = 0; each && k < pos[i].ninl; k++)
+      if (pos[i].inl[k].name)
+        each(pos[i].inl[k].name, pos[i].inl[k].mangled);
+  }
+  culpert__symtab_free(t);
+  free(vaddrs);
+  free(pos);
+  return n;
+}
+
+static int seen_plain, seen_fill, seen_lambda, seen_bare;
+
+static void note_name(const char *name, int mangled)
+{
+  if (mangled)
+    return;
+  seen_plain = 1;
+  seen_fill |= strcmp(name, "shop::Basket<fixture_cxx_work(int)::<lambda(int)> >::fill") == 0;
+  seen_lambda |= strcmp(name, "fixture_cxx_work::<lambda>::operator()") == 0;
+  /* A bare member name: "fill", "operator()", "push_back<...>". */
+  size_t head = strcspn(name, "<(");
+  int qualified = 0;
+  for (size_t i = 0; i + 1 < head; i++)
+    qualified |= name[i] == ':' && name[i + 1] == ':';
+  if (!qualified && strncmp(name, "operator new", 12) != 0 &&
+      strncmp(name, "operator delete", 15) != 0) {
+    print_message("unqualified inlined function: %s\n", name);
+    seen_bare = 1;
+  }
+}
+
+/* Inlined C++ functions without a linkage name (GCC gives none to the
+ * functions around a lambda of an extern "C" function) are named with
+ * their namespaces, classes and enclosing function, and are not marked
+ * for demangling. */
+static void test_symbolize_qualifies_plain_names(void **state)
+{
+  (void)state;
+  uint64_t any[1];
+  assert_true(cxx_inlined(CULPERT_FIXTURE_CXX, any, 1, note_name) > 0);
+  if (!seen_plain) {
+    print_message("SKIPPED: the compiler gave every inlined function a linkage name\n");
+    skip();
+  }
+  assert_true(seen_fill);
+  assert_true(seen_lambda);
+  assert_false(seen_bare);
+}
+
+/* Damaged DWARF of C++ (whose names take walks of the unit's tree for
+ * the scopes around a declaration) costs answers, never a crash, a hang
+ * or a read outside the file. */
+static void test_symbolize_corrupt_cxx_dwarf(void **state)
+{
+  (void)state;
+  static const char *const sections[] = {".debug_info", ".debug_abbrev", ".debug_str"};
+  uint64_t vaddrs[64];
+  size_t n = cxx_inlined(CULPERT_FIXTURE_CXX, vaddrs, 64, NULL);
+  assert_true(n > 0);
+  size_t len;
+  unsigned char *orig = slurp(CULPERT_FIXTURE_CXX, &len);
+  unsigned char *elf = malloc(len);
+  assert_non_null(elf);
+  uint64_t seed = 777;
+  for (size_t s = 0; s < sizeof sections / sizeof sections[0]; s++) {
+    for (int round = 0; round < 120; round++) {
+      damage_section(elf, len, orig, sections[s], &seed, round);
+      lines_of_bytes(elf, len, vaddrs, n);
+    }
+  }
+  free(elf);
+  free(orig);
+}
+
 /* A section handed to the DWARF reader as if it were filled lazily: every
  * byte is there, and fill() only records how far it was asked to go. */
 struct counted {
@@ -1033,6 +1133,8 @@ int main(void)
       cmocka_unit_test(test_symbolize_corrupt_elf),
       cmocka_unit_test(test_symbolize_corrupt_dwarf),
       cmocka_unit_test(test_symbolize_corrupt_compressed_dwarf),
+      cmocka_unit_test(test_symbolize_qualifies_plain_names),
+      cmocka_unit_test(test_symbolize_corrupt_cxx_dwarf),
       cmocka_unit_test(test_symbolize_strings_read_only_when_used),
       cmocka_unit_test(test_symbolize_uncovered_address_opens_few_units),
       cmocka_unit_test(test_symbolize_matches_llvm_symbolizer),
