@@ -581,6 +581,28 @@ $(diff plain.out pre.out)"
   n=$(totals c0.pb.gz cxx | awk '{print $5}')
   [ "$n" -gt 1000 ] || fail "too few samples in span cxx: $n"
   ;;
+cxx_names)
+  # Inlined C++ functions without a DWARF linkage name (GCC gives none to
+  # templates of a lambda defined in main, nor to the lambda's operator())
+  # are named with their namespaces, classes and enclosing function, so
+  # the report skips libstdc++'s frames and names the lambda's line.
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/n.pb.gz" run_pre "$BIN/wl_cxx_names" 2>err) ||
+    fail "wl_cxx_names failed: $(cat err)"
+  expect_line "$out" '^items=1000$' "wl_cxx_names output"
+  frames=$(profile n.pb.gz | sed -n 's/^sample .* frames=//p' | tr ';' '\n' | sort -u)
+  if ! printf '%s\n' "$frames" | grep -q '^main::<lambda>::operator()$' &&
+    printf '%s\n' "$frames" | grep -q '^main::{lambda()#[0-9]*}::operator()() const$'; then
+    echo "the compiler gave the lambda a linkage name: nothing to qualify"
+    exit 77
+  fi
+  expect_line "$frames" '^main::<lambda>::operator\(\)$' "the lambda run by each thread"
+  expect_line "$frames" '^shop::Basket<main\(\)::<lambda\(int\)> >::fill$' "a class template's member"
+  expect_no_line "$frames" '^(operator\(\)|fill|[A-Za-z_][A-Za-z0-9_]*<.*)$' "unqualified frames"
+  report=$("$BUILD_DIR/cli/culpert" report --no-span n.pb.gz 2>&1) || fail "culpert report: $report"
+  expect_line "$report" '^  main::<lambda>::operator\(\)  \(' "report: the lambda's callsite"
+  expect_line "$report" '^  main  \(' "report: the threads started in main"
+  expect_no_line "$report" '^  ([A-Za-z_][A-Za-z0-9_]*<|operator\(\)  )' "report: a libstdc++ callsite"
+  ;;
 unbiased)
   # Over 30 seeds at R=64KiB: every run's estimate within 4 standard errors
   # (sqrt(R*B)) of the truth, and the mean within 1%.
