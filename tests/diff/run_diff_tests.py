@@ -255,6 +255,15 @@ def group_thresholds(opts, c):
         kinds = {r["name"]: r["kind"] for r in doc["rows"]}
         c.check(kinds.get("s") == want_kind, "%s: kind %s, want %s" % (name, kinds.get("s"), want_kind))
         c.check(kinds.get("steady") == "quiet", "%s: steady span is %s" % (name, kinds.get("steady")))
+        # The summary counts the rows of each kind, and had_regressions is
+        # what fails the gate (a new span as much as a regression).
+        summary = doc["summary"]
+        for kind, key in (("regression", "regressions"), ("new", "new"), ("improvement", "improvements"),
+                          ("gone", "gone"), ("quiet", "quiet")):
+            want = sum(1 for k in kinds.values() if k == kind)
+            c.check(summary[key] == want, "%s: summary %s %s, want %d" % (name, key, summary[key], want))
+        c.check(summary["had_regressions"] == (want_kind in ("regression", "new")),
+                "%s: had_regressions %s" % (name, summary["had_regressions"]))
         # The text view gives the same exit status as JSON.
         rc_text, _, _ = run([opts.culpert, "diff"] + flags + [b, a], opts.work, env)
         c.check(rc_text == want_rc, "%s: text exit %d, want %d" % (name, rc_text, want_rc))
