@@ -473,6 +473,27 @@ def group_structure(opts, c):
     roots = [o for o in order if o and o not in ("span", "Allocation", "Flat")]
     c.check(roots[:3] == ["background_gc", "handle_request", "(no"], "tree root order: %s" % roots)
 
+    # --top defaults to 20 rows per table (and children per tree node):
+    # 25 spans that each double show 20 rows and count the other 5.
+    for side, scale in (("before", 1), ("after", 2)):
+        lines = ["rate 65536"]
+        for i in range(25):
+            lines += ["span %d - grow_%02d" % (i + 1, i), "sample span=%d bytes=%d samples=1" % (i + 1, scale * (i + 1) * MIB)]
+        txt = os.path.join(opts.work, "top25_%s.txt" % side)
+        with open(txt, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        mkprofile(opts, txt, os.path.join(opts.work, "top25_%s.pb.gz" % side))
+    paths = ["top25_before.pb.gz", "top25_after.pb.gz"]
+    rc, out, _ = run([opts.culpert, "diff"] + paths, opts.work)
+    shown = [l for l in out.split("\n") if l.startswith("  grow_")]
+    c.check(rc == 1 and len(shown) == 20 and shown[0].startswith("  grow_24 ") and shown[-1].startswith("  grow_05 ")
+            and "  ... (5 more rows hidden)\n" in out, "default --top, text: %s" % out)
+    rc, out, _ = run([opts.culpert, "diff", "--format", "markdown"] + paths, opts.work)
+    c.check(out.count("| `grow_") == 20 and "_5 more row(s) hidden (--top 20)._" in out,
+            "default --top, markdown: %s" % out)
+    rc, out, _ = run([opts.culpert, "diff", "--tree"] + paths, opts.work)
+    c.check(out.count("\ngrow_") == 20 and "\n... (5 more children hidden)\n" in out, "default --top, tree: %s" % out)
+
 
 def group_hostile(opts, c):
     # Names from a profile never reach the terminal raw: escape sequences,
