@@ -2166,10 +2166,12 @@ int culpert__profile_merge(struct culpert__profile **in, size_t n, struct culper
     m->has_objects &= p->has_objects;
     m->has_inuse &= p->has_inuse;
     m->has_samples &= p->has_samples;
+    /* Taken at time_nanos, covering the duration_nanos before it
+     * (profile-format.md); time_nanos > 0, so the start cannot overflow. */
     if (p->time_nanos > 0) {
-      start = p->time_nanos < start ? p->time_nanos : start;
-      int64_t e = p->time_nanos + (p->duration_nanos > 0 ? p->duration_nanos : 0);
-      end = e > end ? e : end;
+      int64_t s = p->time_nanos - (p->duration_nanos > 0 ? p->duration_nanos : 0);
+      start = s < start ? s : start;
+      end = p->time_nanos > end ? p->time_nanos : end;
     }
     if (i > 0)
       strcat(path, ", ");
@@ -2211,9 +2213,12 @@ int culpert__profile_merge(struct culpert__profile **in, size_t n, struct culper
     sum_sat(&m->total_inuse_objects, p->total_inuse_objects);
     sum_sat(&m->total_samples, p->total_samples);
   }
+  /* Taken when the latest file was, covering from the earliest start (at
+   * most INT64_MAX: hostile times and durations may span more). */
   if (start != INT64_MAX) {
-    m->time_nanos = start;
-    m->duration_nanos = end - start;
+    m->time_nanos = end;
+    if (__builtin_sub_overflow(end, start, &m->duration_nanos))
+      m->duration_nanos = INT64_MAX;
   }
   m->path = path;
   m->nparts = n;

@@ -106,6 +106,10 @@ printf 'rate 65536\ntime_nanos 1\nduration_nanos 9223372036854775807\nsample byt
 "$culpert" merge -o far.pb.gz late.pb.gz long.pb.gz 2>err || fail "merge of far-apart times: $(cat err)"
 "$culpert" info far.pb.gz >info.txt 2>err || fail "info of far-apart times: $(cat err)"
 has info.txt "Duration:        9223372036.85 s" || fail "info: duration not capped at the int64 maximum: $(cat info.txt)"
+# The same files merged in memory by report (a signed overflow once,
+# fatal under UBSan).
+"$culpert" report late.pb.gz long.pb.gz >far.txt 2>err || fail "report of far-apart times: $(cat err)"
+has far.txt "2 profiles merged" || fail "report of far-apart times: $(cat far.txt)"
 # A sample with two span_name labels is in the span of the first, as
 # every command reads it: its child stays under that span in the merge,
 # not under the other file's span of the second name and the same id.
