@@ -2213,6 +2213,14 @@ int culpert__profile_merge(struct culpert__profile **in, size_t n, struct culper
     sum_sat(&m->total_inuse_objects, p->total_inuse_objects);
     sum_sat(&m->total_samples, p->total_samples);
   }
+  /* A kind of value counts only when every file has it: sample counts
+   * from some files only (a Go profile among culpert's) would be a part
+   * presented as the whole. */
+  if (!m->has_samples) {
+    for (size_t k = 0; k < m->nsamples; k++)
+      m->samples[k].samples = 0;
+    m->total_samples = 0;
+  }
   /* Taken when the latest file was, covering from the earliest start (at
    * most INT64_MAX: hostile times and durations may span more). */
   if (start != INT64_MAX) {
