@@ -109,6 +109,21 @@ expect dangling_mapping.pb.gz "location id 1 refers to mapping id 999999, which 
 mk value_count.pb.gz "bad value_count"
 expect value_count.pb.gz "sample 1 has 4 values but the profile has 5 sample types"
 
+mk extra_value.pb.gz "bad extra_value"
+expect extra_value.pb.gz "sample 1 has 6 values but the profile has 5 sample types"
+
+mk mapping_id0.pb.gz "mapping /usr/bin/app" "bad mapping_id0"
+expect mapping_id0.pb.gz "mapping 1 has id 0"
+
+mk dup_mapping.pb.gz "mapping /usr/bin/app" "bad duplicate_mapping"
+expect dup_mapping.pb.gz "mapping id 1 is not unique"
+
+mk function_id0.pb.gz "bad function_id0"
+expect function_id0.pb.gz "function 1 has id 0"
+
+mk dup_function.pb.gz "bad duplicate_function"
+expect dup_function.pb.gz "function id 1 is not unique"
+
 mk string_index.pb.gz "bad string_index"
 expect string_index.pb.gz "a sample label key refers to string 1017, but the string table has 17 entries"
 

@@ -426,6 +426,30 @@ static void apply_bad(const char *what)
     if (!prof.n_sample || !prof.sample[0]->n_value)
       die("bad value_count needs a sample");
     prof.sample[0]->n_value--;
+  } else if (strcmp(what, "extra_value") == 0) {
+    if (!prof.n_sample)
+      die("bad extra_value needs a sample");
+    pb_sample *s = prof.sample[0];
+    s->value = xrealloc(s->value, (s->n_value + 1) * sizeof *s->value);
+    s->value[s->n_value++] = 0;
+  } else if (strcmp(what, "mapping_id0") == 0) {
+    if (!prof.n_mapping)
+      die("bad mapping_id0 needs a mapping");
+    prof.mapping[0]->id = 0;
+  } else if (strcmp(what, "duplicate_mapping") == 0) {
+    if (!prof.n_mapping)
+      die("bad duplicate_mapping needs a mapping");
+    pb_mapping *copy = xcalloc(1, sizeof *copy);
+    *copy = *prof.mapping[0];
+    PUSH(prof.mapping, prof.n_mapping, copy);
+  } else if (strcmp(what, "function_id0") == 0) {
+    if (!prof.n_function)
+      die("bad function_id0 needs a function");
+    prof.function[0]->id = 0;
+  } else if (strcmp(what, "duplicate_function") == 0) {
+    if (prof.n_function < 2)
+      die("bad duplicate_function needs two functions");
+    prof.function[1]->id = prof.function[0]->id;
   } else if (strcmp(what, "string_index") == 0) {
     if (!prof.n_sample || !prof.sample[0]->n_label)
       die("bad string_index needs a sample with a label");
