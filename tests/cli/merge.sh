@@ -23,6 +23,7 @@ comment culpert.dropped_samples=2
 comment culpert.exe=app
 comment culpert.peak_inuse_bytes=1000000
 comment culpert.pid=100
+comment culpert.span_overflow=1
 comment culpert.stack=libunwind
 comment service=checkout
 span 1 - handle_request
@@ -39,6 +40,7 @@ comment culpert.dropped_samples=3
 comment culpert.exe=app
 comment culpert.peak_inuse_bytes=2000000
 comment culpert.pid=200
+comment culpert.span_overflow=4
 comment culpert.stack=libunwind
 comment service=checkout
 span 1 - cache_warm
@@ -90,6 +92,7 @@ else
 fi
 "$culpert" info ab.pb.gz >info.txt 2>err || fail "info of the merged file: $(cat err)"
 has info.txt "Dropped samples: 5" || fail "info: dropped samples not summed: $(cat info.txt)"
+has info.txt "Span overflow:   5" || fail "info: span overflows not summed: $(cat info.txt)"
 has info.txt "Process ids:     100,200" || fail "info: pids: $(cat info.txt)"
 has info.txt "Executable:      app" || fail "info: the one executable: $(cat info.txt)"
 has info.txt "Peak in-use" && fail "info shows a peak for a merge: $(cat info.txt)"
@@ -113,14 +116,17 @@ has far.txt "2 profiles merged" || fail "report of far-apart times: $(cat far.tx
 # A sample with two span_name labels is in the span of the first, as
 # every command reads it: its child stays under that span in the merge,
 # not under the other file's span of the second name and the same id.
-printf 'rate 65536\nsample span_name=d13 span_id=7 bytes=65536 stack=main\n' >x.txt
-printf 'rate 65536\nsample span_name=alpha span_name=d13 span_id=7 bytes=131072 stack=main\nsample span_name=child span_id=8 span_parent_id=7 bytes=65536 stack=main\n' >y.txt
+printf 'rate 65536\ncomment culpert.exe=cc\nsample span_name=d13 span_id=7 bytes=65536 stack=main\n' >x.txt
+printf 'rate 65536\ncomment culpert.exe=ld\nsample span_name=alpha span_name=d13 span_id=7 bytes=131072 stack=main\nsample span_name=child span_id=8 span_parent_id=7 bytes=65536 stack=main\n' >y.txt
 "$mkprofile" x.txt x.pb.gz && "$mkprofile" y.txt y.pb.gz || exit 1
 "$culpert" merge -o xy.pb.gz x.pb.gz y.pb.gz 2>err || fail "merge of repeated span names: $(cat err)"
 "$culpert" flamegraph x.pb.gz y.pb.gz >fwant.txt 2>&1
 "$culpert" flamegraph xy.pb.gz >fgot.txt 2>&1
 cmp -s fwant.txt fgot.txt || fail "repeated span names: the merge moves a child span: $(cat fgot.txt)"
 has fgot.txt "alpha;child;main" || fail "repeated span names: no alpha;child: $(cat fgot.txt)"
+# Processes of different programs: their executables, joined in file order.
+"$culpert" info xy.pb.gz >info.txt 2>err || fail "info of xy: $(cat err)"
+has info.txt "Executables:     cc,ld" || fail "info: the two executables: $(cat info.txt)"
 
 # 3. Merging is associative where it matters: a merged file merged again
 #    counts its files, and keeps the same report. Directories and stdin.
