@@ -180,6 +180,10 @@ has err "culpert: error: sample rates differ: a.pb.gz 64.00 KB/alloc, c.pb.gz 4.
 "$culpert" merge -o out.pb.gz a.pb.gz go.pb.gz 2>err
 [ $? -eq 2 ] || fail "different sample types: want exit 2"
 has err "go.pb.gz holds other sample types than a.pb.gz" || fail "different types: message: $(cat err)"
+# The other way round: Go's four types are the first four of culpert's five.
+"$culpert" merge -o out.pb.gz go.pb.gz a.pb.gz 2>err
+[ $? -eq 2 ] || fail "different sample types, Go first: want exit 2"
+has err "a.pb.gz holds other sample types than go.pb.gz" || fail "different types, Go first: message: $(cat err)"
 printf 'not a profile' >bad.pb.gz
 "$culpert" merge -o out.pb.gz a.pb.gz bad.pb.gz 2>err
 [ $? -eq 2 ] || fail "damaged input: want exit 2"
