@@ -318,6 +318,8 @@ def sorted_keys_hook(pairs):
     keys = [k for k, _ in pairs]
     if keys != sorted(keys):
         raise ValueError("keys not sorted: %s" % keys)
+    if len(set(keys)) != len(keys):
+        raise ValueError("a key repeated: %s" % keys)
     return dict(pairs)
 
 
@@ -426,6 +428,17 @@ def group_structure(opts, c):
                      opts.work)
     doc = json.loads(out)
     c.check(doc["before"]["metadata"] == {"branch": "main", "build": "1234"}, "metadata: %s" % doc["before"])
+    # A metadata key the file repeats keeps one value: one key in JSON.
+    txt = os.path.join(opts.work, "repeated_key.txt")
+    with open(txt, "w") as f:
+        f.write("rate 65536\ncomment env=staging\ncomment env=prod\nsample bytes=65536 samples=1\n")
+    mkprofile(opts, txt, os.path.join(opts.work, "repeated_key.pb.gz"))
+    rc, out, _ = run([opts.culpert, "diff", "--format", "json", "repeated_key.pb.gz", "repeated_key.pb.gz"], opts.work)
+    try:
+        doc = json.loads(out, object_pairs_hook=sorted_keys_hook)
+        c.check(doc["before"]["metadata"] in ({"env": "staging"}, {"env": "prod"}), "repeated key: %s" % doc["before"])
+    except ValueError as e:
+        c.check(False, "repeated metadata key: %s" % e)
 
     # Tree: every row (header included) has the same display width, so the
     # right-aligned columns line up at every depth.
