@@ -976,21 +976,20 @@ int culpert__cmd_run(int argc, char **argv)
     /* When PROGRAM exec'd another program, the file is that one's. */
     bool execd = execd_away(other, others, (long)pid);
     const char *plural = others == 1 ? "" : "es";
+    const char *covers = o.no_report ? "" : ", and the report covers them all";
     char held[CULPERT_FMT_MAX], all[CULPERT_FMT_MAX];
     culpert__fmt_bytes(held, own_bytes);
     culpert__fmt_bytes(all, run_bytes);
     if (minor && execd)
       fprintf(stderr,
               "culpert: note: the program %s exec'd wrote %s, which holds %s, under 1%% of the "
-              "%s this run allocated; %ld other process%s wrote the rest, and the report "
-              "covers them all:\n",
-              o.argv[0], out, held, all, others, plural);
+              "%s this run allocated; %ld other process%s wrote the rest%s:\n",
+              o.argv[0], out, held, all, others, plural, covers);
     else if (minor)
       fprintf(stderr,
               "culpert: note: %s's own profile (%s) holds %s, under 1%% of the %s this run "
-              "allocated; %ld other process%s wrote the rest, and the report covers them "
-              "all:\n",
-              o.argv[0], out, held, all, others, plural);
+              "allocated; %ld other process%s wrote the rest%s:\n",
+              o.argv[0], out, held, all, others, plural, covers);
     else if (empty && execd)
       fprintf(stderr,
               "culpert: note: the program %s exec'd wrote %s, which holds no samples, but %ld "

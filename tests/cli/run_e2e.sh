@@ -329,13 +329,15 @@ grep -q '^handle_batch  *900\.00 KB ' out || fail "launcher report: the child's 
 
 # 7d. A shell that starts twelve programs (its own profile holds well
 #     under 1% of the run): the list shows the ten largest files, then how
-#     many more there are.
+#     many more there are; with --no-report the note promises no report.
 "$culpert" run --rate 0 --no-report -o "$tmp/many.pb.gz" -- sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do "$0"; done' "$workload" >out 2>err
 rc=$?
 [ $rc -eq 0 ] || fail "twelve children run exited $rc: $(cat err)"
 [ "$(grep -c "^  run_workload (pid [0-9]*) .* $tmp/many\.pb\.gz\.[0-9]*\$" err)" -eq 10 ] ||
   fail "twelve children: want ten rows: $(cat err)"
 grep -qx '  \.\.\. (2 more)' err || fail "twelve children: the two not shown are not counted: $(cat err)"
+grep -q "^culpert: note: sh's own profile .* 12 other processes wrote the rest:\$" err ||
+  fail "twelve children, --no-report: the note promises a report or is missing: $(cat err)"
 
 # 7b. PROGRAM execs another program (here a copy of itself): the report is
 #     the last image's, and the image before the exec, written to
