@@ -157,11 +157,25 @@ static void test_config_switches(void **state)
   assert_false(c.write_on_signal);
   assert_string_equal(warn, "culpert: CULPERT_WRITE_ON_SIGNAL=2 is neither 1 nor 0 (yes/no, "
                             "true/false, on/off); using 0\n");
-  static const char *const env2[] = {"CULPERT_QUIET", "no", "CULPERT_WRITE_ON_SIGNAL", "TRUE",
+  static const char *const env2[] = {"CULPERT_QUIET",
+                                     "no",
+                                     "CULPERT_WRITE_ON_SIGNAL",
+                                     "TRUE",
+                                     "CULPERT_PEAK",
+                                     "On",
+                                     "CULPERT_NO_CHILDREN",
+                                     "true",
                                      NULL};
   load(&c, env2, warn, sizeof warn);
   assert_false(c.quiet);
   assert_true(c.write_on_signal);
+  assert_true(c.peak);
+  assert_true(c.no_children);
+  assert_string_equal(warn, "");
+  static const char *const env3[] = {"CULPERT_QUIET", "ON", "CULPERT_PEAK", "FALSE", NULL};
+  load(&c, env3, warn, sizeof warn);
+  assert_true(c.quiet);
+  assert_false(c.peak);
   assert_string_equal(warn, "");
 }
 
@@ -236,6 +250,32 @@ static void test_config_snapshot_signal(void **state)
   assert_int_equal(c.snapshot_signal, SIGRTMAX);
 }
 
+/* CULPERT_SEED: decimal or 0x hex, the whole 64 bits. */
+static void test_config_seed(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *text;
+    int ok;
+    uint64_t seed;
+  } cases[] = {{"77", 1, 77},
+               {"0x4d", 1, 77},
+               {"0XFFFFFFFFFFFFFFFF", 1, UINT64_MAX},
+               {"18446744073709551615", 1, UINT64_MAX},
+               {"18446744073709551616", 0, 0},
+               {"0x", 0, 0},
+               {"77k", 0, 0},
+               {"-1", 0, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct culpert__config c;
+    int warned = load_one("CULPERT_SEED", cases[i].text, &c);
+    assert_int_equal(c.has_seed, cases[i].ok);
+    assert_int_equal(warned, !cases[i].ok);
+    if (cases[i].ok)
+      assert_true(c.seed == cases[i].seed);
+  }
+}
+
 static void test_config_rate_zero_is_exact(void **state)
 {
   (void)state;
@@ -267,6 +307,31 @@ static void test_config_metadata(void **state)
   assert_int_equal(lines, 1); /* one warning for all malformed entries */
 }
 
+/* More CULPERT_METADATA entries than culpert keeps: the first
+ * CULPERT__MAX_META are kept, the rest skipped with the one warning. */
+static void test_config_metadata_too_many(void **state)
+{
+  (void)state;
+  char value[1024];
+  size_t at = 0;
+  for (unsigned i = 0; i < CULPERT__MAX_META + 8; i++)
+    at += (size_t)snprintf(value + at, sizeof value - at, "%sk%u=v%u", i ? "," : "", i, i);
+  const char *env[] = {"CULPERT_METADATA", value, NULL};
+  struct culpert__config c;
+  char warn[1024];
+  load(&c, env, warn, sizeof warn);
+  assert_int_equal(c.nmeta, CULPERT__MAX_META);
+  assert_string_equal(c.meta[0], "k0=v0");
+  char last[32];
+  snprintf(last, sizeof last, "k%u=v%u", CULPERT__MAX_META - 1, CULPERT__MAX_META - 1);
+  assert_string_equal(c.meta[CULPERT__MAX_META - 1], last);
+  assert_non_null(strstr(warn, "CULPERT_METADATA: ignoring malformed entries"));
+  int lines = 0;
+  for (const char *p = warn; *p; p++)
+    lines += *p == '\n';
+  assert_int_equal(lines, 1);
+}
+
 /* CULPERT_OUTPUT is copied: a program that sets its process title writes
  * over the memory its environment strings were in (nginx, PostgreSQL), and
  * the profile must still go where the variable said. Too long: the default
@@ -281,6 +346,15 @@ static void test_config_output_copied(void **state)
   load(&c, env, warn, sizeof warn);
   memset(value, 'x', sizeof value - 1);
   assert_string_equal(c.output, "/tmp/svc.%p.pb.gz");
+  assert_string_equal(warn, "");
+
+  /* the longest value kept: 4095 bytes, one short of the buffer */
+  static char longest[CULPERT__PATH_MAX];
+  memset(longest, 'b', sizeof longest - 1);
+  const char *env1[] = {"CULPERT_OUTPUT", longest, NULL};
+  load(&c, env1, warn, sizeof warn);
+  assert_non_null(c.output);
+  assert_int_equal(strlen(c.output), CULPERT__PATH_MAX - 1);
   assert_string_equal(warn, "");
 
   static char longer[CULPERT__PATH_MAX + 8];
@@ -322,8 +396,10 @@ int main(void)
       cmocka_unit_test(test_config_switches),
       cmocka_unit_test(test_config_interval),
       cmocka_unit_test(test_config_snapshot_signal),
+      cmocka_unit_test(test_config_seed),
       cmocka_unit_test(test_config_rate_zero_is_exact),
       cmocka_unit_test(test_config_metadata),
+      cmocka_unit_test(test_config_metadata_too_many),
       cmocka_unit_test(test_config_output_path),
       cmocka_unit_test(test_config_output_copied),
   };
