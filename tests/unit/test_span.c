@@ -194,6 +194,37 @@ static void test_span_unknown_parent_is_root(void **state)
   culpert_span_exit();
 }
 
+/* Made-up ids whose node bits, once decoded, name a real path node, with a
+ * sequence number this process never handed out (0, or beyond every
+ * block given to a thread): still a root span. The ids are built with this
+ * process's key, read from an id it issued and the raw one the thread
+ * keeps, so only the sequence number is wrong. */
+static void test_span_unissued_sequence_is_root(void **state)
+{
+  (void)state;
+  culpert_span_enter("issued_here");
+  uint64_t real = culpert_span_current();
+  uint64_t raw = culpert__tls.spans[culpert__tls.span_depth - 1];
+  uint32_t node = culpert__span_current_node();
+  assert_true(node != 0);
+  culpert_span_exit();
+  uint64_t key = real ^ raw;
+  const uint64_t made_up[] = {
+      key ^ node,                                                    /* sequence number 0 */
+      key ^ ((UINT64_C(1) << 40) << CULPERT__SPAN_NODE_BITS | node), /* never reached */
+  };
+  for (size_t i = 0; i < sizeof made_up / sizeof made_up[0]; i++) {
+    assert_int_equal(culpert__span_node_of(made_up[i]), 0);
+    culpert_span_enter_child_of("orphan", made_up[i]);
+    uint32_t parent = 99;
+    assert_string_equal(node_name(culpert__span_current_node(), &parent), "orphan");
+    assert_int_equal(parent, 0);
+    culpert_span_exit();
+  }
+  /* the same construction with the issued sequence number finds the node */
+  assert_int_equal(culpert__span_node_of(key ^ raw), node);
+}
+
 /* Spans entered by a signal handler while the thread enters its own: every
  * id is still new (a handler between the read and the write of the
  * thread's counter got the id the thread then got too), and the thread's
@@ -339,6 +370,7 @@ int main(void)
       cmocka_unit_test(test_span_enter_child_of_across_threads),
       cmocka_unit_test(test_span_long_name_cut),
       cmocka_unit_test(test_span_unknown_parent_is_root),
+      cmocka_unit_test(test_span_unissued_sequence_is_root),
       cmocka_unit_test(test_span_ids_unique_with_signal_handlers),
       cmocka_unit_test(test_span_empty_name),
       cmocka_unit_test(test_span_concurrent_paths),
