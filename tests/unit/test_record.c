@@ -77,7 +77,8 @@ static void test_record_empty_stack_and_reset(void **state)
 }
 
 /* Runs last: more distinct stacks than buckets. Samples beyond capacity
- * are dropped and counted; known stacks still aggregate. */
+ * are dropped and counted; known stacks still aggregate; a reset clears
+ * the count. */
 static void test_record_full_drops_and_counts(void **state)
 {
   (void)state;
@@ -96,6 +97,9 @@ static void test_record_full_drops_and_counts(void **state)
   ip = 99999999;
   assert_true(culpert__record_sample(&ip, 1, 0, 8, 1.0) < 0);
   assert_int_equal(culpert__record_dropped() - dropped0, 2);
+  /* a fork child starts with no samples and nothing dropped */
+  culpert__record_reset();
+  assert_int_equal(culpert__record_dropped(), 0);
 }
 
 int main(void)
