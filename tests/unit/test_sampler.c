@@ -147,6 +147,25 @@ static void test_sampler_estimate_unbiased(void **state)
   assert_true(fabs(sum / seeds - truth) < 0.01 * truth);
 }
 
+/* Runs last: stopping for good. Stopped at exit (no reason), sampling
+ * ends but nothing failed; stopped by an internal failure, it says so
+ * from then on (snapshots then refuse with -EAGAIN and no exit profile is
+ * written). */
+static void test_sampler_stop(void **state)
+{
+  (void)state;
+  atomic_store(&culpert__running, 1);
+  culpert__sampler_stop(NULL);
+  assert_int_equal(atomic_load(&culpert__running), 0);
+  assert_int_equal(culpert__sampler_failed(), 0);
+  atomic_store(&culpert__running, 1);
+  culpert__sampler_stop("test");
+  assert_int_equal(atomic_load(&culpert__running), 0);
+  assert_int_equal(culpert__sampler_failed(), 1);
+  culpert__sampler_stop(NULL);
+  assert_int_equal(culpert__sampler_failed(), 1);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -155,6 +174,7 @@ int main(void)
       cmocka_unit_test(test_sampler_weights),
       cmocka_unit_test(test_sampler_seed_reproducible),
       cmocka_unit_test(test_sampler_estimate_unbiased),
+      cmocka_unit_test(test_sampler_stop),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
