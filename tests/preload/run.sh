@@ -152,8 +152,12 @@ no_libunwind)
 realloc_aligned)
   CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/r.pb.gz" run_pre "$BIN/wl_basic" >out 2>err ||
     fail "wl_basic failed: $(cat out err)"
-  # realloc counts the new size as a new allocation and releases the old
+  # realloc counts the new size as a new allocation and releases the old,
+  # also when it moves the block; a realloc that fails leaves its block in
+  # use
   expect_totals r.pb.gz handle_request/resize "3 4300 1 4000 3"
+  expect_totals r.pb.gz moved "2 8888 1 8000 2"
+  expect_totals r.pb.gz realloc_failed "1 600 1 600 1"
   expect_totals r.pb.gz aligned "9 13456 9 13456 9"
   ;;
 failed_allocations)

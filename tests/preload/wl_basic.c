@@ -6,6 +6,10 @@
  *   handle_request/parse   100 objects, 100000 bytes; 40 / 40000 in use
  *   handle_request/resize  3 objects, 4300 bytes (malloc+2 reallocs); 1 / 4000
  *   aligned                9 objects, 13456 bytes, all in use
+ *   moved                  2 objects, 8888 bytes (malloc, then a realloc
+ *                          that moves the block); 1 / 8000
+ *   realloc_failed         1 object, 600 bytes, in use (a realloc of it
+ *                          that failed left it where it was)
  * and the comments culpert.span_overflow=6, culpert.span_underflow=1; in
  * use at the peak: the 100 parse blocks (100000 bytes) and whatever stdio
  * holds then.
@@ -128,6 +132,35 @@ __attribute__((noinline)) static void aligned(void)
   CHECK(calloc(huge, 3) == NULL);
 }
 
+/* A realloc that has to move its block (another one sits right behind
+ * it): the old block is no longer in use, the new one is. Then a realloc
+ * that fails: its block stays where it was, in use. 888 bytes is a size
+ * nothing else here allocates, so no later sample reuses the old block's
+ * address before the exit profile. */
+__attribute__((noinline)) static void realloc_moves(void)
+{
+  culpert_span_enter("moved");
+  char *p = malloc(888);
+  culpert_span_exit();
+  kept[nkept++ % 64] = malloc(888); /* outside every span */
+  CHECK(p != NULL);
+  memset(p, 'm', 888);
+  uintptr_t old = (uintptr_t)p;
+  culpert_span_enter("moved");
+  p = realloc(p, 8000);
+  culpert_span_exit();
+  CHECK(p != NULL && (uintptr_t)p != old && p[887] == 'm');
+  kept[nkept++ % 64] = p;
+
+  volatile size_t huge = (size_t)1 << 62;
+  culpert_span_enter("realloc_failed");
+  static char *volatile q;
+  q = malloc(600);
+  culpert_span_exit();
+  CHECK(q != NULL && realloc(q, huge) == NULL);
+  kept[nkept++ % 64] = q;
+}
+
 /* 70 nested spans (6 beyond CULPERT_SPAN_MAX_DEPTH), all closed, then one
  * exit too many: the profile counts culpert.span_overflow=6 and
  * culpert.span_underflow=1, and the stack ends balanced. */
@@ -240,6 +273,7 @@ int main(int argc, char **argv)
   }
   handle_request();
   aligned();
+  realloc_moves();
   errno_kept();
   deep_spans();
   printf("active=%d\n", culpert_is_active());
