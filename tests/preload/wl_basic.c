@@ -219,7 +219,7 @@ static void *loader_busy(void *data)
  * at any rate sampling goes on as before the failures. */
 static void after_failures(void)
 {
-  volatile size_t huge = (size_t)1 << 62, above = SIZE_MAX - 4095;
+  volatile size_t huge = (size_t)1 << 62, above = SIZE_MAX - 4095, above64k = SIZE_MAX - 65535;
   /* volatile: a failed realloc leaves the block where it was, which the
    * compiler's use-after-realloc warning cannot know */
   static void *volatile keep;
@@ -236,6 +236,9 @@ static void after_failures(void)
   CHECK(posix_memalign(&q, 64, huge) != 0);
   CHECK(aligned_alloc(64, huge) == NULL);
   CHECK(memalign(64, above) == NULL);
+  /* last before the blocks: a realloc whose size, subtracted, would leave
+   * 64 KiB on the count at rate 0 (16 of the blocks unrecorded) */
+  CHECK(realloc(keep, above64k) == NULL);
   free(keep);
   static void *p[1000];
   culpert_span_enter("after_failures");
