@@ -184,7 +184,7 @@ errno)
 snapshot)
   out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/final.pb.gz" \
     run_pre "$BIN/wl_basic" --snapshot "$work/snap.pb.gz" 2>err) || fail "wl_basic failed"
-  expect_line "$out" '^snapshot=0 buffer=0 gzip=1$' "snapshot calls"
+  expect_line "$out" '^snapshot=0 buffer=0 gzip=1 empty=-22$' "snapshot calls"
   expect_line "$(cat err)" "wrote profile to $work/snap.pb.gz" "stderr"
   expect_line "$(cat err)" "wrote profile to $work/final.pb.gz" "stderr"
   expect_totals snap.pb.gz handle_request/parse "100 100000 40 40000 100"

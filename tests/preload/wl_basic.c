@@ -14,7 +14,8 @@
  * use at the peak: the 100 parse blocks (100000 bytes) and whatever stdio
  * holds then.
  * It also checks errno preservation, alignment and zeroing itself, and
- * with "--snapshot PATH" writes a snapshot before exiting; with
+ * with "--snapshot PATH" writes a snapshot before exiting (and asks for
+ * one to an empty path, which is refused with -EINVAL); with
  * "--chdir DIR" it changes directory before exiting; with "--stderr-to
  * FILE" it closes its stderr and writes a line to FILE, opened as fd 2,
  * before exiting (as a program that reuses the descriptor for its data);
@@ -286,8 +287,8 @@ int main(int argc, char **argv)
     unsigned char *buf = NULL;
     size_t len = 0;
     int rc2 = culpert_snapshot(&buf, &len);
-    printf("snapshot=%d buffer=%d gzip=%d\n", rc, rc2,
-           rc2 == 0 && len > 2 && buf[0] == 0x1f && buf[1] == 0x8b);
+    printf("snapshot=%d buffer=%d gzip=%d empty=%d\n", rc, rc2,
+           rc2 == 0 && len > 2 && buf[0] == 0x1f && buf[1] == 0x8b, culpert_snapshot_write(""));
     free(buf);
   }
   if (argc == 3 && strcmp(argv[1], "--chdir") == 0)
