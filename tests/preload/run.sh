@@ -631,6 +631,17 @@ unbiased)
   CULPERT_SEED=7 CULPERT_SAMPLE_RATE=64K CULPERT_QUIET=1 CULPERT_OUTPUT="$work/again.pb.gz" \
     run_pre "$BIN/wl_unbiased" >/dev/null
   [ "$(totals again.pb.gz mix)" = "$(totals u7.pb.gz mix)" ] || fail "CULPERT_SEED not reproducible"
+  # A thread's first allocation, which sets the thread up, is sampled like
+  # any other: 400 threads that each allocate one block of 64 KiB and end.
+  for seed in 1 2 3; do
+    truth=$(CULPERT_SEED=$seed CULPERT_SAMPLE_RATE=64K CULPERT_QUIET=1 \
+      CULPERT_OUTPUT="$work/th$seed.pb.gz" run_pre "$BIN/wl_unbiased" --threads) ||
+      fail "wl_unbiased --threads, seed $seed"
+    t=$(echo "$truth" | awk '{print $2}')
+    est=$(totals "th$seed.pb.gz" first | awk '{print $2}')
+    awk -v R=$R -v t="${t:-0}" -v e="${est:-0}" 'BEGIN { d = e - t; exit !(t > 0 && d * d <= 16 * R * t) }' ||
+      fail "seed $seed: span first estimated at ${est:-0} bytes, truth ${t:-0}"
+  done
   ;;
 snapshot_unbiased)
   # A snapshot's own allocations use up the program thread's countdown; a

@@ -6,8 +6,12 @@
  * with the profile's estimates. With "--snapshots" it instead takes 200
  * snapshots (culpert_snapshot, whose own allocations are culpert's, not
  * the program's), each followed by 50 blocks of 16 bytes in span "small",
- * and prints "truth ALLOC_BYTES".
+ * and prints "truth ALLOC_BYTES". With "--threads" it starts 400 threads
+ * one after another, each of which allocates one block of 64 KiB in span
+ * "first" (its first allocation) and ends, and prints "truth
+ * ALLOC_BYTES".
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,10 +43,38 @@ static int snapshots(void)
   return 0;
 }
 
+static void *first_allocation(void *arg)
+{
+  culpert_span_enter("first");
+  void *p = malloc(65536);
+  culpert_span_exit();
+  if (p != NULL)
+    ((volatile char *)p)[0] = 1;
+  free(p);
+  *(int *)arg = p != NULL;
+  return NULL;
+}
+
+static int threads(void)
+{
+  unsigned long long total = 0;
+  for (int i = 0; i < 400; i++) {
+    pthread_t t;
+    int ok = 0;
+    if (pthread_create(&t, NULL, first_allocation, &ok) != 0 || pthread_join(t, NULL) != 0 || !ok)
+      return 1;
+    total += 65536;
+  }
+  printf("truth %llu\n", total);
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   if (argc == 2 && strcmp(argv[1], "--snapshots") == 0)
     return snapshots();
+  if (argc == 2 && strcmp(argv[1], "--threads") == 0)
+    return threads();
   static const size_t sizes[] = {8, 24, 64, 200, 1000, 4096, 20000, 100000, 700000};
   const int rounds = 2000;
   unsigned long long total = 0, live_total = 0;
