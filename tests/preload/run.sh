@@ -757,7 +757,8 @@ quiet_and_names)
   expect_line "$(cat err)" "^culpert: wrote profile to $work/culpert\\.wl_basic\\.[0-9]+\\.pb\\.gz \\([0-9]+ samples?\\)$" "stderr"
   [ "$(grep -c 'CULPERT_METADATA' err)" -eq 1 ] || fail "want one metadata warning: $(cat err)"
   p=$(profile "$files")
-  for k in version rate stack dropped_samples pid exe span_overflow span_underflow; do
+  for k in version rate stack dropped_samples peak_inuse_bytes pid exe span_overflow span_underflow \
+    span_table_full libunwind_stacks; do
     expect_line "$p" "^comment culpert\\.$k=" "comment culpert.$k"
   done
   expect_line "$p" '^comment culpert.exe=wl_basic$' "exe comment"
