@@ -4,8 +4,9 @@
  *
  *   profcheck FILE
  *
- * One line per comment ("comment key=value"), the period ("period N"), then
- * one line per sample:
+ * One line per comment ("comment key=value"), the period ("period N"), when
+ * the profile was taken and how long it covers ("time NANOS", "duration
+ * NANOS"), then one line per sample:
  *   sample AO AS IO IS N span=PATH frames=F1;F2;...
  * where AO/AS/IO/IS are alloc_objects, alloc_space, inuse_objects and
  * inuse_space picked by type name, N the samples value, PATH the span
@@ -186,6 +187,8 @@ int main(int argc, char **argv)
   for (size_t i = 0; i < prof->n_comment; i++)
     printf("comment %s\n", str(prof->comment[i]));
   printf("period %lld\n", (long long)prof->period);
+  printf("time %lld\n", (long long)prof->time_nanos);
+  printf("duration %lld\n", (long long)prof->duration_nanos);
   spans = calloc(prof->n_sample + 1, sizeof *spans);
   for (size_t i = 0; i < prof->n_sample; i++) {
     struct span sp;

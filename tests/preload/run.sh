@@ -84,8 +84,10 @@ linked)
 basic_exact | basic_fp)
   mode=libunwind
   [ "$case_name" = basic_fp ] && mode=fp
+  before=$(date +%s%N)
   out=$(CULPERT_STACK=$mode CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/b.pb.gz" \
     run_pre "$BIN/wl_basic" 2>err) || fail "wl_basic failed: $(cat err)"
+  after=$(date +%s%N)
   expect_line "$out" '^active=1$' "preloaded run"
   expect_line "$out" '^span outside=0$' "preloaded run"
   expect_line "$(cat err)" "^culpert: wrote profile to $work/b.pb.gz \\([0-9]+ samples?\\)$" "stderr"
@@ -97,6 +99,12 @@ basic_exact | basic_fp)
   expect_line "$p" '^comment culpert.span_overflow=6$' "overflow count"
   expect_line "$p" '^comment culpert.span_underflow=1$' "underflow count"
   expect_line "$p" '^comment culpert.dropped_samples=0$' "dropped samples"
+  # the profile covers the program's run: it starts after the run began
+  # and is taken before it ended, a positive time later
+  read -r taken covers < <(printf '%s\n' "$p" | awk '$1 == "time" {t = $2} $1 == "duration" {d = $2}
+    END {print t, d}')
+  { [ "$covers" -gt 0 ] && [ $((taken - covers)) -ge "$before" ] && [ "$taken" -le "$after" ]; } ||
+    fail "time $taken and duration $covers: not inside the run ($before to $after)"
   # in use at the peak: the 100 parse blocks, and at most a few stdio
   # buffers of the runtime's (60 KB are in use at the end)
   peak=$(printf '%s\n' "$p" | awk -F= '$1 == "comment culpert.peak_inuse_bytes" {print $2}')
@@ -328,11 +336,26 @@ fork)
   expect_totals "f.$first.pb.gz" child_work "5 15000 5 15000 5"
   expect_totals "f.$first.pb.gz" parent_work "0 0 0 0 0"
   expect_line "$(profile "f.$first.pb.gz")" "^comment culpert.pid=$first$" "child pid comment"
+  # the child counts its own span overflows and underflows (none), not
+  # the parent's
+  expect_line "$(profile "f.$first.pb.gz")" '^comment culpert.span_overflow=0$' "child overflow count"
+  expect_line "$(profile "f.$first.pb.gz")" '^comment culpert.span_underflow=0$' "child underflow count"
   main_file=$(ls f.*.pb.gz | while read -r f; do
     profile "$f" | grep -q 'span=parent_work' && echo "$f"; done)
   [ "$(printf '%s\n' "$main_file" | grep -c .)" -eq 1 ] || fail "parent_work in: $main_file"
   expect_totals "$main_file" parent_work "10 10000 10 10000 10"
   expect_totals "$main_file" child_work "0 0 0 0 0"
+  expect_line "$(profile "$main_file")" '^comment culpert.span_overflow=1$' "parent overflow count"
+  expect_line "$(profile "$main_file")" '^comment culpert.span_underflow=1$' "parent underflow count"
+  # the child's profile covers the child: it starts at the fork, after the
+  # parent's started
+  start() {
+    local t d
+    read -r t d < <(profile "$1" | awk '$1 == "time" {t = $2} $1 == "duration" {d = $2} END {print t, d}')
+    echo $((t - d))
+  }
+  [ "$(start "f.$first.pb.gz")" -gt "$(start "$main_file")" ] ||
+    fail "the child's profile starts at $(start "f.$first.pb.gz"), not after the parent's $(start "$main_file")"
   ;;
 fork_during_snapshot)
   # culpert_snapshot() on two threads while the main thread forks: no

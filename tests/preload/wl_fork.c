@@ -7,6 +7,10 @@
  *   parent profile:  parent_work 10 x 1000 bytes, no child_work
  *   each fork child: child_work 5 x 3000 bytes, no parent_work
  *   exec'd child:    exec_child 7 x 700 bytes
+ *   before forking, the parent opens one span more than
+ *   CULPERT_SPAN_MAX_DEPTH and closes one more than it opened: its profile
+ *   counts culpert.span_overflow=1 and culpert.span_underflow=1, a fork
+ *   child's 0 and 0
  *   one more fork child allocates nothing and exits ("idle PID"): it
  *   sampled nothing, so it writes no profile
  *
@@ -191,6 +195,10 @@ int main(int argc, char **argv)
   for (int i = 0; i < 10; i++)
     kept[i] = malloc(1000);
   culpert_span_exit();
+  for (int i = 0; i <= CULPERT_SPAN_MAX_DEPTH; i++)
+    culpert_span_enter("deep");
+  for (int i = 0; i <= CULPERT_SPAN_MAX_DEPTH + 1; i++)
+    culpert_span_exit();
   if (argc > 1 && strcmp(argv[1], "--immediate-exit") == 0)
     return immediate_exits();
   if (argc > 2 && strcmp(argv[1], "--snapshots") == 0)
