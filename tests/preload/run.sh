@@ -549,6 +549,8 @@ no_children)
   [ "$(ls n.*.pb.gz | wc -l)" -eq 2 ] || fail "want parent and fork child only: $(ls)"
   ex=$(printf '%s\n' "$out" | awk '$1=="exec"&&$2!="status"{print $2}')
   [ -f "n.$ex.pb.gz" ] && fail "the exec'd child was profiled"
+  # only libculpert left LD_PRELOAD: the other library is still there
+  expect_line "$out" '^preload_in_exec /nonexistent/libother\.so$' "the exec'd child's LD_PRELOAD"
   ;;
 dlopen)
   out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/d.pb.gz" run_pre "$BIN/wl_dlopen" \

@@ -6,7 +6,8 @@
  * With CULPERT_SAMPLE_RATE=0:
  *   parent profile:  parent_work 10 x 1000 bytes, no child_work
  *   each fork child: child_work 5 x 3000 bytes, no parent_work
- *   exec'd child:    exec_child 7 x 700 bytes
+ *   exec'd child:    exec_child 7 x 700 bytes; prints "preload_in_exec
+ *                    VALUE", its LD_PRELOAD ("(unset)" when it has none)
  *   before forking, the parent opens one span more than
  *   CULPERT_SPAN_MAX_DEPTH and closes one more than it opened: its profile
  *   counts culpert.span_overflow=1 and culpert.span_underflow=1, a fork
@@ -186,9 +187,12 @@ static int fork_during_snapshots(int nforks)
 int main(int argc, char **argv)
 {
   if (argc > 1 && strcmp(argv[1], "--exec-child") == 0) {
-    CULPERT_SPAN("exec_child");
+    culpert_span_enter("exec_child");
     for (int i = 0; i < 7; i++)
       kept[i] = malloc(700);
+    culpert_span_exit();
+    const char *preload = getenv("LD_PRELOAD");
+    printf("preload_in_exec %s\n", preload != NULL ? preload : "(unset)");
     return 0;
   }
   culpert_span_enter("parent_work");
