@@ -304,6 +304,18 @@ static void test_writer_comments_sorted_by_key(void **state)
   for (size_t i = 0; i < 5; i++)
     assert_string_equal(str(pr, pr->comment[i]), want[i]);
   perftools__profiles__profile__free_unpacked(pr, NULL);
+
+  /* By key first: a key that another one starts with comes before it,
+   * though '.' and '-' sort before '='; the same key, by value. */
+  static const char *const mixed[] = {"b=1", "a.b=2", "a=3", "a-b=4", "a=0"};
+  static const char *const by_key[] = {"a=0", "a=3", "a-b=4", "a.b=2", "b=1"};
+  p.comments = mixed;
+  p.ncomments = sizeof mixed / sizeof mixed[0];
+  pr = encode_decode(&p);
+  assert_int_equal(pr->n_comment, 5);
+  for (size_t i = 0; i < 5; i++)
+    assert_string_equal(str(pr, pr->comment[i]), by_key[i]);
+  perftools__profiles__profile__free_unpacked(pr, NULL);
 }
 
 static void test_writer_ids_unique_and_resolvable(void **state)
