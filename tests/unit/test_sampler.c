@@ -53,6 +53,7 @@ static void test_sampler_rate_zero_samples_everything(void **state)
     assert_int_equal(culpert__sampler_next(&t), 0);
   assert_true(culpert__sampler_weight(1, 0) == 1.0);
   assert_true(culpert__sampler_weight(1u << 20, 0) == 1.0);
+  assert_true(culpert__sampler_weight(0, 0) == 1.0); /* malloc(0) counts as one object too */
 }
 
 static void test_sampler_weights(void **state)
