@@ -9,7 +9,9 @@
  * and prints "truth ALLOC_BYTES". With "--threads" it starts 400 threads
  * one after another, each of which allocates one block of 64 KiB in span
  * "first" (its first allocation) and ends, and prints "truth
- * ALLOC_BYTES".
+ * ALLOC_BYTES". With "--shrink" it allocates 100 blocks of 1 MiB in span
+ * "shrunk" and reallocs each to 16 bytes, keeping them, and prints "truth
+ * ALLOC_BYTES LIVE_BYTES".
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -69,12 +71,34 @@ static int threads(void)
   return 0;
 }
 
+/* Blocks almost surely sampled, each shrunk by a realloc whose new size
+ * almost never runs the count out: the old blocks are no longer in use. */
+static int shrink(void)
+{
+  static void *kept[100];
+  culpert_span_enter("shrunk");
+  for (int i = 0; i < 100; i++) {
+    char *p = malloc(1u << 20);
+    if (p == NULL)
+      return 1;
+    p[0] = 1;
+    kept[i] = realloc(p, 16);
+    if (kept[i] == NULL)
+      return 1;
+  }
+  culpert_span_exit();
+  printf("truth %llu %llu\n", 100ull * ((1u << 20) + 16), 100ull * 16);
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   if (argc == 2 && strcmp(argv[1], "--snapshots") == 0)
     return snapshots();
   if (argc == 2 && strcmp(argv[1], "--threads") == 0)
     return threads();
+  if (argc == 2 && strcmp(argv[1], "--shrink") == 0)
+    return shrink();
   static const size_t sizes[] = {8, 24, 64, 200, 1000, 4096, 20000, 100000, 700000};
   const int rounds = 2000;
   unsigned long long total = 0, live_total = 0;
