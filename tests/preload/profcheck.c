@@ -7,11 +7,12 @@
  * One line per comment ("comment key=value"), the period ("period N"), when
  * the profile was taken and how long it covers ("time NANOS", "duration
  * NANOS"), then one line per sample:
- *   sample AO AS IO IS N span=PATH frames=F1;F2;...
+ *   sample AO AS IO IS N span=PATH frames=F1;F2;... leaf_line=L
  * where AO/AS/IO/IS are alloc_objects, alloc_space, inuse_objects and
  * inuse_space picked by type name, N the samples value, PATH the span
  * names from the root joined by '/' ("-" outside every span), and F the
- * function names of the stack, leaf first (inlined frames included).
+ * function names of the stack, leaf first (inlined frames included), L
+ * the source line of the leaf location's innermost function (0: none).
  * Last, "lines N": how many location lines carry a source line number.
  * Exit status 2 when the file is not a readable profile.
  */
@@ -167,6 +168,17 @@ static void print_frames(const Perftools__Profiles__Sample *s)
   }
 }
 
+/* The source line of the innermost function at the leaf location. */
+static int64_t leaf_line(const Perftools__Profiles__Sample *s)
+{
+  if (s->n_location_id == 0)
+    return 0;
+  for (size_t j = 0; j < prof->n_location; j++)
+    if (prof->location[j]->id == s->location_id[0])
+      return prof->location[j]->n_line > 0 ? prof->location[j]->line[0]->line : 0;
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   size_t len;
@@ -217,7 +229,7 @@ int main(int argc, char **argv)
       print_path(sp.id, 0);
     printf(" frames=");
     print_frames(s);
-    printf("\n");
+    printf(" leaf_line=%lld\n", (long long)leaf_line(s));
   }
   size_t numbered = 0;
   for (size_t i = 0; i < prof->n_location; i++)

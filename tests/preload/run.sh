@@ -120,6 +120,10 @@ basic_exact | basic_fp)
   # the stack starts at the allocating function: no culpert frames
   expect_line "$p" ' span=handle_request/parse frames=parse_alloc;handle_request;main' "stack"
   expect_no_line "$p" 'frames=(malloc|sample_check|malloc_slow|culpert)' "culpert frames"
+  # the leaf is the line of the allocating call, also where the call is
+  # the last thing on its line
+  want=$(grep -n "leaf_line_alloc's allocation" "$SRC_DIR/tests/preload/wl_basic.c" | cut -d: -f1)
+  expect_line "$p" " span=leaf_line frames=leaf_line_alloc;main(;| ).* leaf_line=$want\$" "leaf line"
   ;;
 segment_gaps)
   # An executable whose segments leave gaps between them: glibc's

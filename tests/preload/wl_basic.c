@@ -162,6 +162,15 @@ __attribute__((noinline)) static void realloc_moves(void)
   kept[nkept++ % 64] = q;
 }
 
+/* The allocation is the last thing its line does: the instruction after
+ * the call (the epilogue) belongs to the closing brace's line, so a
+ * profile that took the return address for the allocation's place would
+ * name that line instead. */
+__attribute__((noinline)) static void *leaf_line_alloc(void)
+{
+  return malloc(321); /* leaf_line_alloc's allocation */
+}
+
 /* 70 nested spans (6 beyond CULPERT_SPAN_MAX_DEPTH), all closed, then one
  * exit too many: the profile counts culpert.span_overflow=6 and
  * culpert.span_underflow=1, and the stack ends balanced. */
@@ -278,6 +287,9 @@ int main(int argc, char **argv)
   handle_request();
   aligned();
   realloc_moves();
+  culpert_span_enter("leaf_line");
+  kept[nkept++ % 64] = leaf_line_alloc();
+  culpert_span_exit();
   errno_kept();
   deep_spans();
   printf("active=%d\n", culpert_is_active());
