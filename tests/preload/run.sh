@@ -497,6 +497,10 @@ exec)
     [ -f "e.$me.pb.gz.exec3" ] && fail "a third .exec file (the failed exec's was not removed?)"
     expect_line "$(cat err)" "^culpert: the exec failed \(Exec format error\): removed $work/e\.$me\.pb\.gz\.exec1 again" \
       "the line for the failed exec"
+    # an exec whose file is not there (by path, or by name in PATH) writes
+    # no file, so it has none to remove either
+    expect_no_line "$(cat err)" "the exec failed \(No such file or directory\)" \
+      "an exec of a missing program"
     for f in "e.$me.pb.gz.exec1" "e.$me.pb.gz.exec2" "e.$me.pb.gz"; do
       expect_line "$(cat err)" "^culpert: wrote profile to $work/$f " "the stderr line for $f"
     done

@@ -4,11 +4,10 @@
  * allocating under a span of its own (with CULPERT_SAMPLE_RATE=0):
  *   image 1: first_image 4 x 1000 bytes, while a second thread keeps
  *            allocating (span "busy"); an execv of a file that does not
- *            exist and one of BOGUS (executable, but no program: ENOEXEC)
- *            fail; then after_failed 2 x 500 bytes, and execl of itself;
- *   image 2: second_image 3 x 2000 bytes, then execle of itself with its
- *            environment plus WL_EXEC_MARK=yes;
- *   image 3: third_image 5 x 300 bytes; a fork child that allocates
+ *            exist, an execvp of a name found nowhere in PATH and one of
+ *            BOGUS (executable, but no program: ENOEXEC) fail; then after_failed 2 x 500 bytes, and
+ * execl of itself; image 2: second_image 3 x 2000 bytes, then execle of itself with its environment
+ * plus WL_EXEC_MARK=yes; image 3: third_image 5 x 300 bytes; a fork child that allocates
  *            child_before_exec 2 x 100 bytes and execlp's "wl_exec fourth"
  *            (found in PATH, which the caller sets), which allocates
  *            fourth_image 1 x 700 bytes; a vfork child that execvp's "true"
@@ -75,6 +74,8 @@ static int first(const char *self, const char *bogus)
     sched_yield();
   char *none[] = {"none", NULL};
   execv("/nonexistent/wl_exec-no-such-program", none);
+  printf("failed %s\n", errno_name(errno));
+  execvp("wl_exec-no-such-program", none);
   printf("failed %s\n", errno_name(errno));
   char *bad[] = {(char *)bogus, NULL};
   execv(bogus, bad);
