@@ -131,6 +131,8 @@ __attribute__((noinline)) static void aligned(void)
   errno = 0;
   CHECK(reallocarray(NULL, huge, 3) == NULL && errno == ENOMEM);
   CHECK(calloc(huge, 3) == NULL);
+  errno = 0;
+  CHECK(pvalloc(huge * 2 + 1) == NULL && errno == ENOMEM); /* SIZE_MAX: no page count holds it */
 }
 
 /* A realloc that has to move its block (another one sits right behind
