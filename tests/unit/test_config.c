@@ -292,7 +292,8 @@ static void test_config_metadata(void **state)
   (void)state;
   static const char *const env[] = {
       "CULPERT_METADATA",
-      "service=api,commit=abc123,bad,=novalue,nokey=,culpert.rate=9,ok.key-2=some value", NULL};
+      "service=api,commit=abc123,bad,=novalue,nokey=,culpert.rate=9,ok.key-2=some value,ctl=a\x1f",
+      NULL};
   struct culpert__config c;
   char warn[1024];
   load(&c, env, warn, sizeof warn);
