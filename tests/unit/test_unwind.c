@@ -399,6 +399,40 @@ static void test_unwind_never_reads_outside(void **state)
   munmap(m, (size_t)page * 4);
 }
 
+/* Walks that start in the top words of a stack below an inaccessible page,
+ * from every address of the first 64 bytes of functions with call-frame
+ * rules (so from rules with the frame address sp + 8, sp + 16, rbp + 16
+ * and more), with rbp in the top word too: a frame address above the
+ * stack is refused, never read at (a fault would kill the test). */
+static void test_unwind_top_of_stack(void **state)
+{
+  (void)state;
+  long page = sysconf(_SC_PAGESIZE);
+  uint8_t *m = mmap(NULL, (size_t)page * 3, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(m != MAP_FAILED);
+  uint8_t *stack = m + page;
+  assert_int_equal(mprotect(stack, (size_t)page, PROT_READ | PROT_WRITE), 0);
+  memset(stack, 0, (size_t)page); /* a zero return address ends a walk */
+  uintptr_t lo = (uintptr_t)stack, hi = lo + (uintptr_t)page;
+  const uintptr_t code[] = {(uintptr_t)leaf,        (uintptr_t)recurse,         (uintptr_t)with_fp,
+                            (uintptr_t)with_alloca, (uintptr_t)with_saved_regs, (uintptr_t)qsort};
+  int refused = 0;
+  for (size_t f = 0; f < sizeof code / sizeof code[0]; f++) {
+    for (uintptr_t off = 0; off < 64; off++) {
+      for (uintptr_t top = 1; top <= 3; top++) {
+        struct culpert__regs regs = {code[f] + off, hi - top * sizeof(uintptr_t),
+                                     hi - sizeof(uintptr_t)};
+        uintptr_t ips[8];
+        int n = culpert__unwind_walk(regs, lo, hi, ips, 8, &culpert__tls.unwind);
+        assert_true(n == -1 || (n >= 1 && n <= 8));
+        refused += n == -1;
+      }
+    }
+  }
+  assert_true(refused > 0); /* some frame addresses lay above the stack */
+  munmap(m, (size_t)page * 3);
+}
+
 /* The extent of the call-frame data of the object holding `code`: its
  * .eh_frame_hdr (with the sorted table) and the .eh_frame it points to, up
  * to the zero terminator. */
@@ -497,6 +531,7 @@ int main(void)
       cmocka_unit_test(test_unwind_gives_up_on_signal_frames),
       cmocka_unit_test(test_unwind_gives_up_without_rules),
       cmocka_unit_test(test_unwind_never_reads_outside),
+      cmocka_unit_test(test_unwind_top_of_stack),
       cmocka_unit_test(test_unwind_corrupt_call_frame_data),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
