@@ -171,6 +171,24 @@ __attribute__((noinline)) static uint64_t with_saved_regs(struct capture *c, uin
   return x1 + x2 + x3 + x4 + x5 + x6;
 }
 
+static jmp_buf noreturn_escape;
+
+/* Never returns: compares the stacks, then jumps back to the test. */
+__attribute__((noinline, noreturn)) static void no_return(struct capture *c)
+{
+  compare_here(c);
+  longjmp(noreturn_escape, 1);
+}
+
+/* Ends with the call to a function that never returns: the return address
+ * lies past this function's last instruction (in the padding after it, or
+ * the next function), so its frame is found by the call's own address. */
+__attribute__((noinline)) static void ends_in_noreturn(struct capture *c)
+{
+  KEEP(c);
+  no_return(c);
+}
+
 static struct capture *sort_capture;
 
 static int compare_ints(const void *a, const void *b)
@@ -202,6 +220,10 @@ static void test_unwind_matches_libunwind(void **state)
   sort_capture = &c;
   qsort(v, 64, sizeof v[0], compare_ints);
   assert_same_stack(&c, "called back by qsort");
+  static struct capture nr; /* static: written between setjmp and longjmp */
+  if (setjmp(noreturn_escape) == 0)
+    ends_in_noreturn(&nr);
+  assert_same_stack(&nr, "a call to a function that never returns, last in its caller");
   /* Twice more: the second and third walks read cached rules. */
   for (int i = 0; i < 2; i++) {
     recurse(&c, 3);
