@@ -537,6 +537,13 @@ exec)
   files=$(ls ne.* 2>/dev/null)
   [ "$files" = ne.pb.gz ] || fail "an exec without LD_PRELOAD: want only ne.pb.gz, got: $files"
   [ -f ne.pb.gz ] && expect_totals ne.pb.gz before_noenv "2 2000 2 2000 2"
+  # The same when the environment preloads another library, not libculpert.
+  CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/oe.pb.gz" timeout 60 \
+    env LD_PRELOAD="$LIB" "$BIN/wl_exec" noenv other >/dev/null 2>err ||
+    fail "wl_exec noenv other failed: $(cat err)"
+  files=$(ls oe.* 2>/dev/null)
+  [ "$files" = oe.pb.gz ] || fail "an exec preloading another library: want only oe.pb.gz, got: $files"
+  [ -f oe.pb.gz ] && expect_totals oe.pb.gz before_noenv "2 2000 2 2000 2"
   ;;
 exec_child)
   # CULPERT_OUTPUT without %p: the first process gets the name, every

@@ -12,8 +12,9 @@
  *            (found in PATH, which the caller sets), which allocates
  *            fourth_image 1 x 700 bytes; a vfork child that execvp's "true"
  *            at once; then it returns 0.
- * wl_exec noenv: before_noenv 2 x 1000 bytes, then an execle of /bin/true
- * with an environment that leaves out LD_PRELOAD.
+ * wl_exec noenv [other]: before_noenv 2 x 1000 bytes, then an execle of
+ * /bin/true with an environment that leaves out LD_PRELOAD (with "other",
+ * whose LD_PRELOAD names another library only).
  * Prints "failed ERRNO-NAME" for each exec that failed, "mark=VALUE" in
  * image 3, "fork PID status N" and "vfork PID status N".
  */
@@ -124,11 +125,12 @@ static int third(void)
   return 0;
 }
 
-/* wl_exec noenv: allocate, then exec true with an environment of its own
- * that does not preload libculpert. */
-static int noenv(void)
+/* wl_exec noenv [other]: allocate, then exec true with an environment of
+ * its own that does not preload libculpert (with "other", it preloads
+ * another library instead). */
+static int noenv(int other)
 {
-  char *env[] = {"PATH=/usr/bin:/bin", NULL};
+  char *env[] = {"PATH=/usr/bin:/bin", other ? "LD_PRELOAD=/nonexistent/libother.so" : NULL, NULL};
   allocate("before_noenv", 2, 1000);
   execle("/bin/true", "true", (char *)NULL, env);
   perror("execle /bin/true");
@@ -137,8 +139,8 @@ static int noenv(void)
 
 int main(int argc, char **argv)
 {
-  if (argc == 2 && strcmp(argv[1], "noenv") == 0)
-    return noenv();
+  if (argc >= 2 && strcmp(argv[1], "noenv") == 0)
+    return noenv(argc == 3 && strcmp(argv[2], "other") == 0);
   if (argc == 2 && strcmp(argv[1], "second") == 0)
     return second(argv[0]);
   if (argc == 2 && strcmp(argv[1], "third") == 0)
