@@ -452,6 +452,27 @@ static void test_writer_synthetic_ancestor_samples(void **state)
   /* 5 real samples + handle_request, outer, middle. */
   assert_int_equal(pr->n_sample, 8);
   perftools__profiles__profile__free_unpacked(pr, NULL);
+
+  /* handle_request with a sample of its own: that one is its only sample,
+   * no synthetic one beside it. */
+  struct culpert__wsample more[6];
+  memcpy(more, p.samples, 5 * sizeof more[0]);
+  more[5] = (struct culpert__wsample){ips_short, 2, 1, 2.0, 200.0, 0.0, 0.0, 2};
+  p.samples = more;
+  p.nsamples = 6;
+  pr = encode_decode(&p);
+  int own = 0;
+  for (size_t i = 0; i < pr->n_sample; i++) {
+    int64_t sid;
+    if (label(pr, pr->sample[i], "span_id", NULL, &sid) && sid == handle_id) {
+      own++;
+      assert_int_equal(pr->sample[i]->value[1], 200);
+    }
+  }
+  assert_int_equal(own, 1);
+  /* 6 real samples + outer, middle. */
+  assert_int_equal(pr->n_sample, 8);
+  perftools__profiles__profile__free_unpacked(pr, NULL);
 }
 
 static void test_writer_locations_symbolized(void **state)
