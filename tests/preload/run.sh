@@ -433,6 +433,8 @@ teardown_frees)
 python_exit)
   # Python's multiprocessing workers (fork start method) end with os._exit,
   # and so does this program: every process writes its own profile, once.
+  # Each worker allocates as it starts: on a busy machine one worker may
+  # take every task, and the other would sample nothing and write nothing.
   [ -n "${PYTHON:-}" ] && [ -x "$PYTHON" ] || exit 77
   # the interpreter itself, not a wrapper script (pyenv's shims) that
   # would start processes of its own
@@ -443,7 +445,7 @@ def work(n):
     return len([bytearray(65536) for _ in range(n)])
 if __name__ == "__main__":
     mp.set_start_method("fork")
-    pool = mp.Pool(2)
+    pool = mp.Pool(2, initializer=work, initargs=(50,))
     print("total", sum(pool.map(work, [50] * 8)))
     pool.close()
     pool.join()
@@ -1110,7 +1112,11 @@ snapshot_signal)
   wait "$prog" 2>/dev/null
   expect_totals u.pb.gz handle_request/parse "100 100000 40 40000 100"
   [ -z "$(ls u.pb.gz.tmp.* 2>/dev/null)" ] || fail "temporary files left: $(ls)"
-  # a fork child (its thread started again, its own file)
+  # a fork child (its thread started again, its own file). The last run's
+  # out goes first: the background job truncates it only once it starts,
+  # and its "failures=" line, read before that, let the test look for a
+  # child not forked yet (and then wait for good on its parent).
+  rm -f out err
   CULPERT_SNAPSHOT_SIGNAL=USR2 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/c.pb.gz" \
     env LD_PRELOAD="$LIB" "$BIN/wl_basic" --fork-hang >out 2>err &
   prog=$!
@@ -1124,9 +1130,11 @@ snapshot_signal)
     kill -9 "$child"
   else
     fail "no fork child of $prog"
+    pkill -9 -P "$prog"
   fi
   wait "$prog"
   # ignored when the program starts: stays ignored, nothing written
+  rm -f out err
   CULPERT_SNAPSHOT_SIGNAL=SIGUSR2 CULPERT_OUTPUT="$work/g.pb.gz" \
     env --ignore-signal=USR2 LD_PRELOAD="$LIB" "$BIN/wl_basic" --hang >out 2>err &
   prog=$!
