@@ -18,14 +18,14 @@ describe("authorization", () => {
 	it.each(ROUTES)("%s %s without a token answers 401 with a Bearer challenge", async (method, path) => {
 		const res = await call(method, path(), { token: null, query: { branch: "main" } });
 		expect(res.status).toBe(401);
-		expect(res.headers.get("www-authenticate")).toMatch(/^Bearer\b/);
+		expect(res.headers.get("www-authenticate")).toBe('Bearer realm="culpert-archive"');
 		expect(await res.json()).toEqual({ error: "missing bearer token" });
 	});
 
-	it.each(ROUTES)("%s %s with a wrong token answers 401", async (method, path) => {
+	it.each(ROUTES)("%s %s with a wrong token answers 401 with error=invalid_token", async (method, path) => {
 		const res = await call(method, path(), { token: "not-the-token", query: { branch: "main" } });
 		expect(res.status).toBe(401);
-		expect(res.headers.get("www-authenticate")).toMatch(/^Bearer\b/);
+		expect(res.headers.get("www-authenticate")).toBe('Bearer realm="culpert-archive", error="invalid_token"');
 		expect(await res.json()).toEqual({ error: "wrong token" });
 	});
 
@@ -100,10 +100,15 @@ describe("authorization", () => {
 		expect(empty.status).toBe(401);
 	});
 
-	it("answers 500 rather than running open when AUTH_TOKEN is not set", async () => {
-		const res = await callWithEnv({ ...env, AUTH_TOKEN: undefined }, "GET", "/v1/profiles", { token: "" });
-		expect(res.status).toBe(500);
-		expect((await res.json()).error).toMatch(/AUTH_TOKEN/);
+	it.each([
+		["not set", undefined],
+		["empty", ""],
+	])("answers 500 rather than running open when AUTH_TOKEN is %s", async (_, secret) => {
+		for (const token of ["", WRITE]) {
+			const res = await callWithEnv({ ...env, AUTH_TOKEN: secret }, "GET", "/v1/profiles", { token });
+			expect(res.status, token).toBe(500);
+			expect((await res.json()).error).toMatch(/AUTH_TOKEN/);
+		}
 	});
 
 	it("runs where crypto.subtle.timingSafeEqual exists", () => {
