@@ -87,6 +87,18 @@ describe("GET /v1/profiles/{sha}", () => {
 		expect(new Uint8Array(await res.arrayBuffer())).toEqual(body);
 	});
 
+	it("names the commit and its upload time in X-Culpert-Sha and X-Culpert-Uploaded-At", async () => {
+		const project = freshProject();
+		const stored = await (await upload(project, sha("c3"), "main", "timed")).json();
+		const bySha = await call("GET", `/v1/profiles/${sha("c3")}`, { query: { project } });
+		const latest = await call("GET", "/v1/profiles/latest", { query: { project, branch: "main" } });
+		for (const res of [bySha, latest]) {
+			expect(res.status).toBe(200);
+			expect(res.headers.get("x-culpert-sha")).toBe(sha("c3"));
+			expect(res.headers.get("x-culpert-uploaded-at")).toBe(stored.uploaded_at);
+		}
+	});
+
 	it("answers 404 JSON for an unknown SHA", async () => {
 		const res = await call("GET", `/v1/profiles/${sha("dead")}`, { query: { project: freshProject() } });
 		expect(res.status).toBe(404);
