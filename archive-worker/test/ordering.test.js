@@ -80,6 +80,19 @@ describe("newest first", () => {
 		expect(await listShas(project)).toHaveLength(5);
 	});
 
+	it("lists the newest 50 when no limit is given", async () => {
+		const project = freshProject();
+		const seeds = Array.from({ length: 51 }, (_, i) => i.toString(16).padStart(2, "0"));
+		for (const [i, seed] of seeds.entries()) {
+			await upload(project, sha(seed), "main", seed);
+			await setUploadedAt(project, sha(seed), 1_000 + i);
+		}
+		const newest = seeds.map((seed) => sha(seed)).reverse();
+		expect(await listShas(project)).toEqual(newest.slice(0, 50));
+		expect(await listShas(project, { branch: "main" })).toEqual(newest.slice(0, 50));
+		expect(await listShas(project, { limit: "1000" })).toEqual(newest);
+	});
+
 	it("reports uploaded_at as the stored server time", async () => {
 		const project = freshProject();
 		await upload(project, sha("c1"), "main", "t");
