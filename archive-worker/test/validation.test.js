@@ -182,6 +182,7 @@ describe("body", () => {
 		["one byte of the magic", new Uint8Array([0x1f])],
 		["a zip file", new Uint8Array([0x50, 0x4b, 0x03, 0x04])],
 		["the magic reversed", new Uint8Array([0x8b, 0x1f, 0x08])],
+		["compress (.Z) data, which shares the first byte", new Uint8Array([0x1f, 0x9d, 0x90])],
 	])("refuses %s as not gzip", async (_, body) => {
 		await expectError(await post(sha("c1"), { branch: "main", project: freshProject() }, body), 400, /not gzip/);
 	});
@@ -240,6 +241,37 @@ describe("body", () => {
 		expect(await list.json()).toEqual([]);
 	});
 
+	it("counts a streamed body without Content-Length to the byte", async () => {
+		// One byte over the limit in the last chunk is refused; the limit itself is not.
+		const { default: worker } = await import("../src/index.js");
+		const send = (project, size) => {
+			let sent = 0;
+			const stream = new ReadableStream({
+				pull(controller) {
+					const chunk = new Uint8Array(Math.min(1000, size - sent));
+					if (sent === 0) chunk.set([0x1f, 0x8b]);
+					sent += chunk.byteLength;
+					controller.enqueue(chunk);
+					if (sent === size) controller.close();
+				},
+			});
+			return worker.fetch(
+				new Request(`http://archive.test/v1/profiles/${sha("ca")}?branch=main&project=${project}`, {
+					method: "POST",
+					body: stream,
+					headers: { authorization: "Bearer test-write-token" },
+				}),
+				env,
+			);
+		};
+		const over = freshProject();
+		await expectError(await send(over, LIMIT + 1), 413, new RegExp(`limit of ${LIMIT} bytes`));
+		expect(await (await call("GET", "/v1/profiles", { query: { project: over } })).json()).toEqual([]);
+		const at = await send(freshProject(), LIMIT);
+		expect(at.status).toBe(201);
+		expect((await at.json()).size).toBe(LIMIT);
+	});
+
 	it("reads a refused chunked body to its end before answering", async () => {
 		// Under `wrangler dev`, a body abandoned part-way made the next request
 		// hang (tests/archive/worker_e2e_test.mjs checks that end to end).
@@ -294,6 +326,14 @@ describe("body", () => {
 			query: { branch: "main", project: freshProject() },
 		});
 		expect(res.status).toBe(201);
+		const whole = new Uint8Array(32 * 1024 * 1024);
+		whole.set([0x1f, 0x8b]);
+		const exact = await callWithEnv({ ...env, MAX_BODY_BYTES: undefined }, "POST", `/v1/profiles/${sha("c7")}`, {
+			body: whole,
+			query: { branch: "main", project: freshProject() },
+		});
+		expect(exact.status).toBe(201);
+		expect((await exact.json()).size).toBe(32 * 1024 * 1024);
 		const big = await callWithEnv({ ...env, MAX_BODY_BYTES: undefined }, "POST", `/v1/profiles/${sha("c7")}`, {
 			body: new Uint8Array([0x1f, 0x8b]),
 			headers: { "content-length": String(32 * 1024 * 1024 + 1) },
