@@ -102,17 +102,24 @@ describe("newest first", () => {
 	});
 });
 
-/** An environment whose D1 or R2 fails on the named operation. */
-function failing(binding, method) {
+/** An environment whose binding runs `method` through wrap(real method, args). */
+function wrapped(binding, method, wrap) {
 	const real = env[binding];
-	const broken = new Proxy(real, {
+	const proxy = new Proxy(real, {
 		get(target, prop) {
-			if (prop === method) return async () => { throw new Error(`injected ${binding}.${method} failure`); };
 			const value = target[prop];
+			if (prop === method) return (...args) => wrap(value.bind(target), ...args);
 			return typeof value === "function" ? value.bind(target) : value;
 		},
 	});
-	return { ...env, [binding]: broken };
+	return { ...env, [binding]: proxy };
+}
+
+/** An environment whose D1 or R2 fails on the named operation. */
+function failing(binding, method) {
+	return wrapped(binding, method, async () => {
+		throw new Error(`injected ${binding}.${method} failure`);
+	});
 }
 
 describe("failed uploads", () => {
@@ -141,6 +148,27 @@ describe("failed uploads", () => {
 		const got = await call("GET", `/v1/profiles/${sha("d2")}`, { query: { project } });
 		expect(await gunzip(new Uint8Array(await got.arrayBuffer()))).toBe("kept");
 		expect(await blobKeys(project)).toHaveLength(1);
+	});
+
+	it("keeps the new blob when the index write fails after it committed", async () => {
+		// D1 may report an error for a batch it did commit (a lost answer):
+		// the row then names the new blob, which must stay.
+		const project = freshProject();
+		await upload(project, sha("d7"), "main", "old");
+		const lostAnswer = wrapped("DB", "batch", async (batch, statements) => {
+			await batch(statements);
+			throw new Error("injected D1 failure after the commit");
+		});
+		const res = await callWithEnv(lostAnswer, "POST", `/v1/profiles/${sha("d7")}`, {
+			body: await gzip("new"),
+			query: { project, branch: "main" },
+		});
+		expect(res.status).toBe(500);
+		const got = await call("GET", `/v1/profiles/${sha("d7")}`, { query: { project } });
+		expect(got.status).toBe(200);
+		expect(await gunzip(new Uint8Array(await got.arrayBuffer()))).toBe("new");
+		const latest = await call("GET", "/v1/profiles/latest", { query: { project, branch: "main" } });
+		expect(await gunzip(new Uint8Array(await latest.arrayBuffer()))).toBe("new");
 	});
 
 	it("adds no row when the blob write fails", async () => {
@@ -183,5 +211,51 @@ describe("failed uploads", () => {
 		const res = await call("GET", `/v1/profiles/${sha("d6")}`, { query: { project } });
 		expect(res.status).toBe(500);
 		expect((await res.json()).error).toMatch(/missing from storage/);
+	});
+});
+
+describe("reads racing a re-upload", () => {
+	/**
+	 * An environment in which the first `races` blob reads each let a
+	 * re-upload of `commit` ("replacement 1", "replacement 2", ...) in
+	 * first, so the blob the reader's row named is gone when it gets there.
+	 */
+	function replacedOnRead(project, commit, races) {
+		const reads = { races: 0 };
+		reads.env = wrapped("PROFILES", "get", async (get, key) => {
+			if (reads.races < races) {
+				reads.races++;
+				expect((await upload(project, commit, "main", `replacement ${reads.races}`)).status).toBe(201);
+			}
+			return get(key);
+		});
+		return reads;
+	}
+
+	it.each([
+		["by SHA", (project) => [`/v1/profiles/${sha("e1")}`, { project }]],
+		["latest", (project) => ["/v1/profiles/latest", { project, branch: "main" }]],
+	])("GET %s whose blob was replaced meanwhile answers the new profile", async (_, route) => {
+		const project = freshProject();
+		await upload(project, sha("e1"), "main", "first");
+		const reads = replacedOnRead(project, sha("e1"), 1);
+		const [path, query] = route(project);
+		const res = await callWithEnv(reads.env, "GET", path, { query });
+		expect(res.status).toBe(200);
+		expect(res.headers.get("x-culpert-sha")).toBe(sha("e1"));
+		expect(await gunzip(new Uint8Array(await res.arrayBuffer()))).toBe("replacement 1");
+	});
+
+	it("answers 503 with Retry-After once the profile was replaced four times during one read", async () => {
+		const project = freshProject();
+		await upload(project, sha("e2"), "main", "first");
+		const reads = replacedOnRead(project, sha("e2"), Infinity);
+		const res = await callWithEnv(reads.env, "GET", `/v1/profiles/${sha("e2")}`, { query: { project } });
+		expect(res.status).toBe(503);
+		expect(res.headers.get("retry-after")).toBe("1");
+		expect((await res.json()).error).toMatch(/replaced.*retry/);
+		expect(reads.races).toBe(4);
+		const after = await call("GET", `/v1/profiles/${sha("e2")}`, { query: { project } });
+		expect(await gunzip(new Uint8Array(await after.arrayBuffer()))).toBe("replacement 4");
 	});
 });
