@@ -84,12 +84,15 @@ test("the Access headers also come from CF_ACCESS_CLIENT_ID / _SECRET", async ()
 	assert.equal(server.requests[0].headers["cf-access-client-secret"], CF_SECRET);
 });
 
-test("503 then 201: the upload is retried and succeeds", async () => {
-	server.plan.push({ status: 503, body: '{"error":"busy"}' }, answer201());
-	const r = await upload("--retries", "2");
-	expectExit(r, 0, "upload");
-	assert.equal(server.requests.length, 2);
-	assert.ok(server.requests[1].body.equals(profile.bytes), "the retry sends the whole body again");
+test("500 or 503 then 201: the upload is retried and succeeds", async () => {
+	for (const status of [500, 503]) {
+		server.reset();
+		server.plan.push({ status, body: '{"error":"internal error"}' }, answer201());
+		const r = await upload("--retries", "2");
+		expectExit(r, 0, `upload answered ${status}, then 201`);
+		assert.equal(server.requests.length, 2, `${status} is retried`);
+		assert.ok(server.requests[1].body.equals(profile.bytes), "the retry sends the whole body again");
+	}
 });
 
 test("429 with Retry-After: the client waits that long before retrying", async () => {
@@ -393,7 +396,7 @@ test("an unreachable host: exit 2 quickly, naming the endpoint", async () => {
 	const endpoint = `http://127.0.0.1:${port}`;
 	const r = await run(["upload", "--endpoint", endpoint, "--token", TOKEN, "--commit-sha", SHA, "--branch", "main", profile.file]);
 	expectExit(r, 2, "upload to a closed port");
-	assert.match(r.stderr, new RegExp(`cannot reach the archive at ${endpoint}`));
+	assert.match(r.stderr, new RegExp(`cannot reach the archive at ${endpoint}.*\\(4 attempt\\(s\\)\\)`), "a refused connection is retried");
 	// Default retries back off about 0.5 + 1 + 2 s at most.
 	assert.ok(r.ms < 15000, `took ${r.ms.toFixed(0)} ms`);
 });
