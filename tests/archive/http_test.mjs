@@ -413,8 +413,8 @@ test("the connection options come from the environment", async () => {
 
 test("flags override the environment", async () => {
 	server.plan.push(answer201());
-	const r = await run(["upload", "--token", TOKEN, "--branch", "flag-branch", profile.file], {
-		env: { CULPERT_ARCHIVE: server.url, CULPERT_TOKEN: "env-token-unused", GITHUB_SHA: SHA, GITHUB_REF_NAME: "env-branch" },
+	const r = await run(["upload", "--token", TOKEN, "--branch", "flag-branch", "--commit-sha", SHA, profile.file], {
+		env: { CULPERT_ARCHIVE: server.url, CULPERT_TOKEN: "env-token-unused", GITHUB_SHA: randomSha(), GITHUB_REF_NAME: "env-branch" },
 	});
 	expectExit(r, 0, "upload");
 	assert.equal(server.requests[0].url, `/v1/profiles/${SHA}?branch=flag-branch`);
