@@ -249,6 +249,16 @@ test("pull by SHA writes the bytes to -o, and pull latest encodes the branch", a
 	assert.equal(server.requests[1].url, "/v1/profiles/latest?branch=release%2F1.0%2Brc%26x%3Dy&project=p-1");
 });
 
+test("pull fetches a profile of several MiB whole", async () => {
+	const big = makeProfile(dir, "big-pull.pb.gz", 3 * 1024 * 1024);
+	const out = path.join(dir, "big-pulled.pb.gz");
+	server.plan.push({ status: 200, headers: { "x-culpert-sha": SHA }, body: big.bytes });
+	const r = await run(["pull", ...conn(), "--latest-of", "main", "-o", out]);
+	expectExit(r, 0, "pull of a 3 MiB profile");
+	assert.ok(fs.readFileSync(out).equals(big.bytes));
+	assert.match(r.stderr, new RegExp(`\\(${big.bytes.length} bytes\\)`));
+});
+
 // curl_easy_escape's encoding: all but A-Z a-z 0-9 - . _ ~, in uppercase hex.
 const escape = (s) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
