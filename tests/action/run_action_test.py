@@ -409,6 +409,8 @@ with tempfile.TemporaryDirectory() as tmp:
               "a %s profile is not uploaded" % what)
     r = run_action(tmp, dict(common, endpoint=empty_archive, profile=spaced), "12" * 20, "pr-12")
     check(r.rc == 0, "a readable profile with a space in its path passes without a baseline: " + r.log)
+    check("no baseline yet for branch `main`" in r.summary,
+          "the summary names the base branch, not the pull request's: " + r.summary)
 
     # 11. A project keeps its own baselines in a shared archive, and the
     #     connection settings reach pull and upload.
