@@ -477,6 +477,25 @@ with tempfile.TemporaryDirectory() as tmp:
                        head, "main", cwd=clone)
         check(r.rc == 0 and uploaded(head, where=archive13), "the head of main is uploaded: " + r.log)
         check(newest(archive13) == report(after), "the head's profile is main's baseline")
+        # A branch the remote does not have (ls-remote answers nothing) names
+        # no other head: uploaded.
+        r = run_action(tmp, dict(common, profile=after, upload="true", **{"fail-on-regression": "false"}),
+                       old, "not-pushed", cwd=clone)
+        check(r.rc == 0 and uploaded(old, where=archive13) and "::notice::" not in r.log,
+              "a branch missing on the remote is uploaded unchecked: " + r.log)
+
+    # 14. A file:// URL as the endpoint: the first run creates the directory
+    #     it names (not ./file:/...) and uploads there; the next finds it.
+    fresh = os.path.join(tmp, "archive14", "new")
+    workspace = os.path.join(tmp, "workspace14")
+    r = run_action(tmp, dict(common, endpoint="file://" + fresh, profile=before, upload="true"),
+                   "14a" + "0" * 37, "main", cwd=workspace)
+    check(r.rc == 0 and "no baseline yet" in r.summary and uploaded("14a" + "0" * 37, where=fresh),
+          "a file:// endpoint is created on the first run and uploaded to: " + r.log)
+    check(os.listdir(workspace) == [], "nothing is created in the working directory: %s" % os.listdir(workspace))
+    r = run_action(tmp, dict(common, endpoint="file://" + fresh, profile=after), "14b" + "0" * 37, "pr-14")
+    check(r.rc == 1 and r.outputs.get("diff", {}).get("regressions") == "true",
+          "the next run diffs against it (exit %d): %s" % (r.rc, r.log))
 
 # --- ci.yml -------------------------------------------------------------------
 
