@@ -484,18 +484,29 @@ with tempfile.TemporaryDirectory() as tmp:
         check(r.rc == 0 and uploaded(old, where=archive13) and "::notice::" not in r.log,
               "a branch missing on the remote is uploaded unchecked: " + r.log)
 
-    # 14. A file:// URL as the endpoint: the first run creates the directory
-    #     it names (not ./file:/...) and uploads there; the next finds it.
-    fresh = os.path.join(tmp, "archive14", "new")
-    workspace = os.path.join(tmp, "workspace14")
-    r = run_action(tmp, dict(common, endpoint="file://" + fresh, profile=before, upload="true"),
-                   "14a" + "0" * 37, "main", cwd=workspace)
-    check(r.rc == 0 and "no baseline yet" in r.summary and uploaded("14a" + "0" * 37, where=fresh),
-          "a file:// endpoint is created on the first run and uploaded to: " + r.log)
-    check(os.listdir(workspace) == [], "nothing is created in the working directory: %s" % os.listdir(workspace))
-    r = run_action(tmp, dict(common, endpoint="file://" + fresh, profile=after), "14b" + "0" * 37, "pr-14")
-    check(r.rc == 1 and r.outputs.get("diff", {}).get("regressions") == "true",
-          "the next run diffs against it (exit %d): %s" % (r.rc, r.log))
+    # 14. A file:// URL as the endpoint, as culpert reads one (any case,
+    #     an optional localhost, percent-encoded): the first run creates the
+    #     directory it names (not ./file:/...) and uploads there; the next
+    #     finds it. An http(s) URL in any case is never made a directory.
+    for n, (url, where) in enumerate((
+            ("file://%s/archive14/new", "%s/archive14/new"),
+            ("FILE://localhost%s/archive14/upper", "%s/archive14/upper"),
+            ("file://%s/archive14/with%%20space%%25", "%s/archive14/with space%%"))):
+        url, where = url % tmp, where % tmp
+        workspace = os.path.join(tmp, "workspace14-%d" % n)
+        r = run_action(tmp, dict(common, endpoint=url, profile=before, upload="true"),
+                       "14a%d" % n + "0" * 36, "main", cwd=workspace)
+        check(r.rc == 0 and "no baseline yet" in r.summary and uploaded("14a%d" % n + "0" * 36, where=where),
+              "%s is created on the first run and uploaded to: %s" % (url, r.log))
+        check(os.listdir(workspace) == [], "nothing is created in the working directory: %s" % os.listdir(workspace))
+        r = run_action(tmp, dict(common, endpoint=url, profile=after), "14b%d" % n + "0" * 36, "pr-14")
+        check(r.rc == 1 and r.outputs.get("diff", {}).get("regressions") == "true",
+              "the next run with %s diffs against it (exit %d): %s" % (url, r.rc, r.log))
+    workspace = os.path.join(tmp, "workspace14-http")
+    r = run_action(tmp, dict(common, endpoint="HTTPS://", profile=before), "14c" + "0" * 37, "pr-14",
+                   cwd=workspace)
+    check(r.rc == 2 and os.listdir(workspace) == [],
+          "HTTPS:// is a URL, not a directory to create (exit %d): %s" % (r.rc, os.listdir(workspace)))
 
 # --- ci.yml -------------------------------------------------------------------
 
