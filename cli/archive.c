@@ -618,6 +618,40 @@ static int write_temp(const char *dir, const char *stem, const void *data, size_
   return rc;
 }
 
+/* The file a dangling symbolic link at `path` names: its target, read
+ * relative to the link's directory, followed through further links until
+ * a name that is not a link. A shell's redirection creates that file. */
+static int dangling_link_target(const char *path, char target[PATH_MAX])
+{
+  char cur[PATH_MAX], next[PATH_MAX];
+  struct stat st;
+  snprintf(cur, sizeof cur, "%s", path);
+  for (int hops = 0; hops < 40; hops++) {
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) {
+      snprintf(target, PATH_MAX, "%s", cur);
+      return 0;
+    }
+    ssize_t n = readlink(cur, next, sizeof next);
+    if (n < 0 || (size_t)n >= sizeof next) {
+      int rc = n < 0 ? -errno : -ENAMETOOLONG;
+      culpert__error("cannot resolve the link '%s': %s", path, strerror(-rc));
+      return rc;
+    }
+    next[n] = '\0';
+    const char *slash = strrchr(cur, '/');
+    int len = next[0] == '/' || !slash
+                  ? snprintf(target, PATH_MAX, "%s", next)
+                  : snprintf(target, PATH_MAX, "%.*s/%s", (int)(slash - cur), cur, next);
+    if (len >= PATH_MAX) {
+      culpert__error("cannot resolve the link '%s': %s", path, strerror(ENAMETOOLONG));
+      return -ENAMETOOLONG;
+    }
+    memcpy(cur, target, (size_t)len + 1);
+  }
+  culpert__error("cannot resolve the link '%s': %s", path, strerror(ELOOP));
+  return -ELOOP;
+}
+
 int culpert__output_target(const char *path, char target[PATH_MAX])
 {
   struct stat st, link;
@@ -641,6 +675,8 @@ int culpert__output_target(const char *path, char target[PATH_MAX])
     }
     return 0;
   }
+  if (!exists && lstat(path, &link) == 0 && S_ISLNK(link.st_mode))
+    return dangling_link_target(path, target);
   if (strlen(path) >= PATH_MAX) {
     culpert__error("path too long: '%s'", path);
     return -ENAMETOOLONG;

@@ -143,9 +143,10 @@ int culpert__archive_pull(const struct culpert__archive *a, const char *sha, con
 
 /* What writing `path` replaces: 0 with `target` the regular file to
  * replace (path itself, or the file a symbolic link at path names, so the
- * link stays), 1 when path is an existing device, FIFO or socket, which is
- * written through in place (renaming over /dev/null would replace it with
- * a file), or <0 with an error printed (a directory). */
+ * link stays; a dangling link's file is created), 1 when path is an
+ * existing device, FIFO or socket, which is written through in place
+ * (renaming over /dev/null would replace it with a file), or <0 with an
+ * error printed (a directory). */
 int culpert__output_target(const char *path, char target[PATH_MAX]);
 
 /* Replaces the file culpert__output_target names with `len` bytes

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -302,6 +303,66 @@ static void test_archive_write_atomic_replaces(void **state)
   rmdir(dir);
 }
 
+/* The bytes of the file at `path`, as a string of at most 15 bytes. */
+static void read_small(const char *path, char got[16])
+{
+  memset(got, 0, 16);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  assert_true(fread(got, 1, 15, f) > 0);
+  fclose(f);
+}
+
+/* A symbolic link whose file does not exist yet (a dangling link) is
+ * written through, as a shell's redirection would: the file it names is
+ * created and the link stays. Relative targets are read from the link's
+ * directory; chains of links are followed. */
+static void test_archive_write_atomic_dangling_link(void **state)
+{
+  char dir[] = "/tmp/culpert-test-archive-XXXXXX";
+  char link[512], target[512], chain[512], abs_link[512], sub[512], deep[512];
+  char got[16];
+  struct stat st;
+  (void)state;
+  assert_non_null(mkdtemp(dir));
+  snprintf(link, sizeof link, "%s/link.pb.gz", dir);
+  snprintf(target, sizeof target, "%s/target.pb.gz", dir);
+  snprintf(chain, sizeof chain, "%s/chain.pb.gz", dir);
+  snprintf(abs_link, sizeof abs_link, "%s/abs.pb.gz", dir);
+  snprintf(sub, sizeof sub, "%s/sub", dir);
+  snprintf(deep, sizeof deep, "%s/sub/deep.pb.gz", dir);
+  assert_int_equal(mkdir(sub, 0777), 0);
+
+  /* link -> target.pb.gz (relative, dangling) */
+  assert_int_equal(symlink("target.pb.gz", link), 0);
+  assert_int_equal(culpert__archive_write_atomic(link, "first", 5), 0);
+  assert_int_equal(lstat(link, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  read_small(target, got);
+  assert_string_equal(got, "first");
+
+  /* chain -> abs (absolute) -> sub/deep.pb.gz (relative to abs's directory) */
+  assert_int_equal(symlink(abs_link, chain), 0);
+  assert_int_equal(symlink("sub/deep.pb.gz", abs_link), 0);
+  assert_int_equal(culpert__archive_write_atomic(chain, "second", 6), 0);
+  assert_int_equal(lstat(chain, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  assert_int_equal(lstat(abs_link, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  read_small(deep, got);
+  assert_string_equal(got, "second");
+  assert_int_equal(count_entries(dir), 5); /* no temporary left */
+  assert_int_equal(count_entries(sub), 1);
+
+  unlink(deep);
+  rmdir(sub);
+  unlink(abs_link);
+  unlink(chain);
+  unlink(target);
+  unlink(link);
+  rmdir(dir);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -313,6 +374,7 @@ int main(void)
       cmocka_unit_test(test_archive_option_values),
       cmocka_unit_test(test_archive_resolve_rules),
       cmocka_unit_test(test_archive_write_atomic_replaces),
+      cmocka_unit_test(test_archive_write_atomic_dangling_link),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
