@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // The four routes of archive-api.md, their answers and their 404s.
 import { describe, expect, it } from "vitest";
-import { blobKeys, call, freshProject, gunzip, gzip, sha, upload } from "./helpers.js";
+import { blobKeys, call, freshProject, gunzip, gzip, setUploadedAt, sha, upload } from "./helpers.js";
 
 describe("POST /v1/profiles/{sha}", () => {
 	it("answers 201 with the stored upload's description", async () => {
@@ -123,6 +123,21 @@ describe("GET /v1/profiles/latest", () => {
 		expect(res.headers.get("content-type")).toBe("application/octet-stream");
 		expect(res.headers.get("x-culpert-sha")).toBe(sha("d1"));
 		expect(await gunzip(new Uint8Array(await res.arrayBuffer()))).toBe("on main");
+	});
+
+	it("matches the whole branch name, in its case", async () => {
+		const project = freshProject();
+		await upload(project, sha("d5"), "release/1", "release 1");
+		for (const [seed, branch] of [["d6", "release/10"], ["d7", "Release/1"], ["d8", "release_1"]]) {
+			await upload(project, sha(seed), branch, branch);
+			await setUploadedAt(project, sha(seed), Date.now() + 60_000); // newer than release/1
+		}
+		const res = await call("GET", "/v1/profiles/latest", { query: { project, branch: "release/1" } });
+		expect(res.headers.get("x-culpert-sha")).toBe(sha("d5"));
+		const list = await (await call("GET", "/v1/profiles", { query: { project, branch: "release/1" } })).json();
+		expect(list.map((u) => u.sha)).toEqual([sha("d5")]);
+		const none = await call("GET", "/v1/profiles/latest", { query: { project, branch: "release/" } });
+		expect(none.status).toBe(404);
 	});
 
 	it("answers 404 for a branch without uploads", async () => {
