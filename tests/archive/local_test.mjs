@@ -69,6 +69,22 @@ test("latest-of follows upload order, and a re-upload replaces the SHA (bytes an
 	assert.deepEqual(listDir(path.join(archive, "default", "index")).length, 2);
 });
 
+test("latest-of matches the whole branch name, in its case", async () => {
+	const archive = fresh();
+	const mine = makeProfile(dir, "br1.pb.gz");
+	expectExit(await up(archive, randomSha(), "release/1", mine.file), 0, "upload release/1");
+	for (const branch of ["release/10", "Release/1"]) {
+		const other = makeProfile(dir, "br-other.pb.gz");
+		expectExit(await up(archive, randomSha(), branch, other.file), 0, `upload ${branch}`);
+	}
+	const out = path.join(dir, "br-out.pb.gz");
+	expectExit(await pullTo(archive, out, "--latest-of", "release/1"), 0, "pull latest of release/1");
+	assert.ok(fs.readFileSync(out).equals(mine.bytes), "release/1's own profile, not a newer release/10's");
+	const r = await pullTo(archive, out, "--latest-of", "release/");
+	expectExit(r, 2, "pull latest of release/");
+	assert.match(r.stderr, /no profile for branch release\//);
+});
+
 test("equal upload times go to the greater SHA, as on the worker", async () => {
 	const archive = fresh();
 	const a = makeProfile(dir, "ta.pb.gz");
