@@ -204,4 +204,16 @@ describe("projects", () => {
 		const listB = await (await call("GET", "/v1/profiles", { query: { project: b } })).json();
 		expect(listB.map((u) => u.sha)).toEqual([sha("f1")]);
 	});
+
+	it("tells projects apart by case", async () => {
+		const lower = freshProject();
+		const upper = lower.toUpperCase();
+		await upload(lower, sha("f3"), "main", "lower");
+		expect((await call("GET", `/v1/profiles/${sha("f3")}`, { query: { project: upper } })).status).toBe(404);
+		expect((await call("GET", "/v1/profiles/latest", { query: { project: upper, branch: "main" } })).status).toBe(404);
+		expect(await (await call("GET", "/v1/profiles", { query: { project: upper } })).json()).toEqual([]);
+		await upload(upper, sha("f3"), "main", "upper");
+		const got = await call("GET", `/v1/profiles/${sha("f3")}`, { query: { project: lower } });
+		expect(await gunzip(new Uint8Array(await got.arrayBuffer()))).toBe("lower");
+	});
 });
