@@ -99,10 +99,12 @@ describe("GET /v1/profiles/{sha}", () => {
 		}
 	});
 
+	// `culpert pull --allow-missing` tells a missing profile from a wrong
+	// URL's 404 by the message's start, "no profile".
 	it("answers 404 JSON for an unknown SHA", async () => {
 		const res = await call("GET", `/v1/profiles/${sha("dead")}`, { query: { project: freshProject() } });
 		expect(res.status).toBe(404);
-		expect(await res.json()).toEqual({ error: expect.stringContaining(sha("dead")) });
+		expect(await res.json()).toEqual({ error: expect.stringMatching(new RegExp(`^no profile .*${sha("dead")}`)) });
 	});
 
 	it("matches the whole SHA only, not a prefix", async () => {
@@ -145,7 +147,7 @@ describe("GET /v1/profiles/latest", () => {
 		await upload(project, sha("d3"), "main", "x");
 		const res = await call("GET", "/v1/profiles/latest", { query: { project, branch: "nope" } });
 		expect(res.status).toBe(404);
-		expect((await res.json()).error).toMatch(/nope/);
+		expect((await res.json()).error).toMatch(/^no profile .*nope/); // see the unknown SHA's 404
 	});
 
 	it("requires branch", async () => {
