@@ -890,6 +890,17 @@ int culpert__cmd_flamegraph(int argc, char **argv)
       goto out;
     }
   }
+  /* Folded text or a picture in place of a profile it reads would lose
+   * that profile; the file is still intact here. */
+  if (o.output && strcmp(o.output, "-") != 0 &&
+      (culpert__profile_paths_name((const char *const *)o.paths, o.npaths, o.output, err,
+                                   sizeof err) ||
+       (o.diff_base && culpert__profile_paths_name(&o.diff_base, 1, o.output, err, sizeof err)))) {
+    culpert__error("-o '%s' is the profile '%s' this flame graph reads: writing the graph would "
+                   "replace it; give another output file",
+                   o.output, err);
+    goto out;
+  }
   if (culpert__profile_load_all(o.paths, o.npaths, NULL, check_weight, &o, &p, err, sizeof err) !=
       0) {
     culpert__error("%s", err);

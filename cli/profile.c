@@ -2403,6 +2403,27 @@ void culpert__profile_paths_free(char **paths, size_t n)
   free(paths);
 }
 
+int culpert__profile_paths_name(const char *const *paths, size_t n, const char *file, char *which,
+                                size_t len)
+{
+  struct stat out, st;
+  char **v, err[256];
+  size_t nv;
+  int found = 0;
+  if (stat(file, &out) != 0 || !S_ISREG(out.st_mode) ||
+      expand_paths(paths, n, &v, &nv, err, sizeof err) != 0)
+    return 0;
+  for (size_t i = 0; i < nv && !found; i++) {
+    if (strcmp(v[i], "-") != 0 && stat(v[i], &st) == 0 && st.st_dev == out.st_dev &&
+        st.st_ino == out.st_ino) {
+      snprintf(which, len, "%s", v[i]);
+      found = 1;
+    }
+  }
+  culpert__profile_paths_free(v, nv);
+  return found;
+}
+
 int culpert__profile_load_all(const char *const *given, size_t ngiven,
                               const struct culpert__load_opts *opts,
                               culpert__profile_check_fn check, const void *arg,

@@ -195,6 +195,14 @@ int culpert__profile_expand_paths(const char *const *paths, size_t n, char ***ou
                                   char *err, size_t errlen);
 void culpert__profile_paths_free(char **paths, size_t n);
 
+/* Whether the existing regular file `file` is one of the profiles
+ * paths[0..n-1] stand for (directories expanded, links followed): 1 with
+ * the name that reaches it in which[0..len), else 0 (also when the paths
+ * do not expand: loading them says why). For an output that must not
+ * replace its own input. */
+int culpert__profile_paths_name(const char *const *paths, size_t n, const char *file, char *which,
+                                size_t len);
+
 /*
  * culpert__profile_read_plain: the protobuf bytes of the file at `path`
  * ("-" is stdin), inflated when it is gzipped, under the same size caps

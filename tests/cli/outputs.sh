@@ -85,5 +85,22 @@ rc=$?
 [ ! -e ran ] || fail "run -o FIFO ran the program"
 [ -p run.fifo ] || fail "run -o FIFO replaced the FIFO"
 
+# 6. flamegraph -o one of the profiles it reads (named, through a link, as
+#    --diff-base, or in a directory it reads): refused, the profile intact.
+mkdir prof
+cp before.pb.gz prof/app.pb.gz
+cp before.pb.gz in.pb.gz
+ln -s in.pb.gz in.link
+for args in "-o in.pb.gz in.pb.gz" "-o in.link in.pb.gz" "-o in.pb.gz --diff-base in.pb.gz after.pb.gz" \
+  "--format svg -o prof/app.pb.gz prof"; do
+  # shellcheck disable=SC2086 # the words of $args are the arguments
+  "$culpert" flamegraph $args >out 2>err
+  rc=$?
+  [ $rc -eq 2 ] && has err "culpert: error: -o '" && has err "would replace it" ||
+    fail "flamegraph $args: exit $rc, stderr: $(cat err)"
+done
+cmp -s in.pb.gz before.pb.gz && cmp -s prof/app.pb.gz before.pb.gz ||
+  fail "flamegraph -o one of its profiles changed that profile"
+
 [ $failures -eq 0 ] || exit 1
 echo "all output checks passed"
