@@ -5,7 +5,7 @@
 # renumbered by path (the same path in two files gets one id, different
 # paths never share one), values and stacks kept, comments merged, the
 # refusals (different rates or sample types, a damaged input, stdin twice,
-# -o a directory) with nothing written, a real run's processes, and the
+# -o a directory or a file in an input directory) with nothing written, a real run's processes, and the
 # merged file read by go tool pprof.
 #   merge.sh CULPERT MKPROFILE WORKLOAD
 culpert=$1 mkprofile=$2 workload=$3
@@ -201,6 +201,18 @@ cmp -s err want.txt || fail "damaged input: merge's message differs from info's:
 mkdir empty
 "$culpert" merge -o out.pb.gz empty 2>err
 [ $? -eq 2 ] && has err "empty: a directory with no profile in it" || fail "empty directory: $(cat err)"
+# -o in a directory it merges: the next merge (and every report of the
+# directory) would read the merged file beside its inputs, counting them
+# twice. Refused, also when the file is not there yet.
+mkdir into
+cp a.pb.gz b.pb.gz into/
+for o in into/all.pb.gz into/a.pb.gz ./into/../into/new.pb.gz; do
+  "$culpert" merge -o "$o" into 2>err
+  [ $? -eq 2 ] && has err "-o '$o' is in the directory 'into' this merge reads" ||
+    fail "-o $o in an input directory: $(cat err)"
+done
+[ "$(ls into)" = "a.pb.gz
+b.pb.gz" ] && cmp -s into/a.pb.gz a.pb.gz || fail "-o in an input directory wrote: $(ls into)"
 
 # 5. A real run: the processes of a workload that forks, merged; the
 #    merged file against the directory, and read by go tool pprof.
