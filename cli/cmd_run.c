@@ -114,6 +114,25 @@ static int not_preloadable(const char *path)
   return -EINVAL;
 }
 
+/* What keeps the file `path` from being a library the loader can preload,
+ * or NULL: the loader would skip it with a warning of its own and run
+ * PROGRAM unprofiled. */
+static const char *not_a_library(const char *path)
+{
+  struct stat st;
+  unsigned char magic[4];
+  if (stat(path, &st) != 0 || S_ISDIR(st.st_mode))
+    return "it is a directory";
+  if (!S_ISREG(st.st_mode))
+    return "it is not a regular file";
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  bool elf = fd >= 0 && read(fd, magic, sizeof magic) == (ssize_t)sizeof magic &&
+             memcmp(magic, ELFMAG, SELFMAG) == 0;
+  if (fd >= 0)
+    close(fd);
+  return elf ? NULL : "it is not a shared library (no ELF header)";
+}
+
 /*
  * Find libculpert.so: $CULPERT_LIB if set (it must exist), else relative to
  * the real path of this executable: ../lib and ../lib64 (an install; also
@@ -127,9 +146,26 @@ static int find_lib(char *out, size_t len)
       culpert__error("CULPERT_LIB=%s: %s", env, strerror(errno));
       return -ENOENT;
     }
+    const char *why = not_a_library(env);
+    if (why) {
+      culpert__error("CULPERT_LIB=%s is not " LIB_NAME ": %s", env, why);
+      return -EINVAL;
+    }
     if (!preloadable(env))
       return not_preloadable(env);
-    snprintf(out, len, "%s", env);
+    /* Absolute, so that a process that changes directory still finds it
+     * when it execs a program. */
+    char cwd[PATH_MAX];
+    int m = env[0] == '/'             ? snprintf(out, len, "%s", env)
+            : getcwd(cwd, sizeof cwd) ? snprintf(out, len, "%s/%s", cwd, env)
+                                      : -1;
+    if (m < 0 || (size_t)m >= len || !preloadable(out)) {
+      culpert__error("CULPERT_LIB=%s: cannot make it an absolute path without a space or ':' "
+                     "(the loader would look for it in each process's directory); give an "
+                     "absolute path",
+                     env);
+      return -EINVAL;
+    }
     return 0;
   }
   char self[PATH_MAX];

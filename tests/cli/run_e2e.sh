@@ -405,6 +405,23 @@ CULPERT_LIB=$tmp/nope.so "$culpert" run -- "$workload" >out 2>err
 rc=$?
 [ $rc -eq 2 ] || fail "bad CULPERT_LIB: exit $rc, want 2"
 has err "culpert: error: CULPERT_LIB=$tmp/nope.so: No such file or directory" || fail "bad CULPERT_LIB message: $(cat err)"
+# ... or to a directory or a file that is not a library, which the loader
+# would skip with a warning of its own, running PROGRAM unprofiled:
+# refused before PROGRAM runs.
+mkdir "$tmp/libdir" && echo 'not a library' >"$tmp/notlib.so"
+for lib in "$tmp/libdir" "$tmp/notlib.so"; do
+  CULPERT_LIB=$lib "$culpert" run -- "$workload" >out 2>err
+  rc=$?
+  [ $rc -eq 2 ] && [ ! -s out ] || fail "CULPERT_LIB=$lib: exit $rc, want 2, and no run: $(cat out)"
+  has err "culpert: error: CULPERT_LIB=$lib is not libculpert.so:" && ! has err "ld.so" ||
+    fail "CULPERT_LIB=$lib: $(cat err)"
+done
+# A relative CULPERT_LIB is made absolute: a process that changes
+# directory before it execs a program still preloads it.
+(cd "$(dirname "$culpert")/.." && CULPERT_LIB=src/libculpert.so cli/culpert run --no-report \
+  -o "$tmp/rel.pb.gz" -- sh -c 'cd / && exec true' >"$tmp/out" 2>"$tmp/err")
+rc=$?
+[ $rc -eq 0 ] && ! has err "ld.so" || fail "relative CULPERT_LIB: exit $rc: $(cat err)"
 # ... or to a path the loader would split (at a space or a colon): refused
 # before PROGRAM runs unprofiled.
 mkdir "$tmp/sp ace" && ln -s "$(dirname "$culpert")/../src/libculpert.so" "$tmp/sp ace/libculpert.so"
