@@ -298,8 +298,15 @@ static void mark_root(void)
   const char *root = getenv("CULPERT_ROOT_PID");
   char num[32];
   snprintf(num, sizeof num, "%ld", pid);
-  if (root == NULL)
-    setenv("CULPERT_ROOT_PID", num, 0);
+  /* Empty counts as unset; anything but digits was not written by culpert
+   * (it would make this process a child, writing FILE.<pid>, or nothing
+   * when it samples nothing). */
+  int pid_like = root != NULL && root[0] != '\0' && strlen(root) < 20 &&
+                 strspn(root, "0123456789") == strlen(root);
+  if (root != NULL && root[0] != '\0' && !pid_like)
+    culpert__say_fd(STDERR_FILENO, "CULPERT_ROOT_PID=%s is not a process id; ignoring it", root);
+  if (!pid_like)
+    setenv("CULPERT_ROOT_PID", num, 1);
   else if (strcmp(root, num) != 0)
     is_child = 1;
 }

@@ -941,6 +941,23 @@ bad_env)
   grep -q '^child ' out || fail "wl_fork started no child: $(cat out)"
   [ "$(grep -c 'CULPERT_SAMPLE_RATE=lots' err)" -eq 1 ] ||
     fail "want one warning for the process tree: $(cat err)"
+  # CULPERT_ROOT_PID, which libculpert sets for the processes below the
+  # first: empty counts as unset, and a value that is no process id is
+  # ignored with one warning. Either way the process is the first of its
+  # run and writes the file asked for, not FILE.<pid> (nothing at all when
+  # it sampled nothing).
+  for v in "" "abc" "12x"; do
+    rm -f r.pb.gz r.pb.gz.*
+    CULPERT_ROOT_PID=$v CULPERT_OUTPUT="$work/r.pb.gz" run_pre "$BIN/wl_basic" >out 2>err ||
+      fail "wl_basic failed: $(cat err)"
+    [ -f r.pb.gz ] || fail "CULPERT_ROOT_PID='$v': no r.pb.gz but $(ls r.pb.gz* 2>/dev/null)"
+    if [ -n "$v" ]; then
+      [ "$(grep -c "CULPERT_ROOT_PID=$v is not a process id" err)" -eq 1 ] ||
+        fail "CULPERT_ROOT_PID='$v': want one warning: $(cat err)"
+    else
+      ! grep -q CULPERT_ROOT_PID err || fail "CULPERT_ROOT_PID empty: a warning: $(cat err)"
+    fi
+  done
   CULPERT_OUTPUT=/nonexistent/dir/x.pb.gz run_pre "$BIN/wl_basic" >out 2>err ||
     fail "an unwritable output path made the program fail"
   expect_line "$(cat out)" '^failures=0$' "unwritable output"
