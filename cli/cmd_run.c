@@ -980,7 +980,17 @@ int culpert__cmd_run(int argc, char **argv)
   }
   child_pid = 0;
   if (got == (ssize_t)sizeof exec_err) {
-    culpert__error("cannot run %s: %s", o.argv[0], strerror(exec_err));
+    /* exec says EACCES for a directory and for a file without execute
+     * permission alike; a path names the file, so say which. */
+    struct stat st;
+    bool named = strchr(o.argv[0], '/') != NULL && exec_err == EACCES && stat(o.argv[0], &st) == 0;
+    if (named && S_ISDIR(st.st_mode))
+      culpert__error("cannot run %s: it is a directory", o.argv[0]);
+    else
+      culpert__error("cannot run %s: %s%s", o.argv[0], strerror(exec_err),
+                     named && S_ISREG(st.st_mode) && access(o.argv[0], X_OK) != 0
+                         ? " (the file is not executable)"
+                         : "");
     goto out;
   }
   int prog_status = WIFEXITED(ws)     ? WEXITSTATUS(ws)

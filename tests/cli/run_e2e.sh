@@ -399,6 +399,15 @@ rc=$?
 rc=$?
 [ $rc -eq 2 ] || fail "missing program: exit $rc, want 2"
 has err "culpert: error: cannot run ./no-such-program: No such file or directory" || fail "missing program message: $(cat err)"
+# A directory, or a file without execute permission: exec says only
+# "Permission denied"; the message says which.
+mkdir "$tmp/adir" && echo 'echo hi' >"$tmp/noexec.sh"
+"$culpert" run -- "$tmp/adir" >out 2>err
+[ $? -eq 2 ] && has err "culpert: error: cannot run $tmp/adir: it is a directory" ||
+  fail "directory as PROGRAM: $(cat err)"
+"$culpert" run -- "$tmp/noexec.sh" >out 2>err
+[ $? -eq 2 ] && has err "culpert: error: cannot run $tmp/noexec.sh: Permission denied (the file is not executable)" ||
+  fail "non-executable PROGRAM: $(cat err)"
 
 # 11. CULPERT_LIB pointing nowhere: exit 2 naming it.
 CULPERT_LIB=$tmp/nope.so "$culpert" run -- "$workload" >out 2>err
