@@ -256,6 +256,14 @@ int culpert__archive_resolve(struct culpert__archive *a)
     culpert__error("cannot read --cacert / CULPERT_CACERT '%s': %s", a->cacert, strerror(errno));
     return -EINVAL;
   }
+  /* A directory (a CA path, not a bundle) would fail only in the TLS
+   * handshake, after the connection. (A pipe, as from <(...), is read.) */
+  struct stat st;
+  if (a->cacert && stat(a->cacert, &st) == 0 && S_ISDIR(st.st_mode)) {
+    culpert__error("--cacert / CULPERT_CACERT '%s' is a directory: give a CA bundle file (PEM)",
+                   a->cacert);
+    return -EINVAL;
+  }
   return 0;
 }
 

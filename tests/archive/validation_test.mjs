@@ -72,6 +72,9 @@ const cases = [
 	["endpoint missing its colon", () => ["pull", "--endpoint", "https//archive.example", "--token", TOKEN, "--sha", SHA], {}, /bad --endpoint .*'https\/\/archive\.example'/],
 	["endpoint with a query", () => ["pull", "--endpoint", `${server.url}/?a=b`, "--token", TOKEN, "--sha", SHA], {}, /bad --endpoint/],
 	["unreadable --cacert", () => up("--commit-sha", SHA, "--branch", "main", "--cacert", path.join(dir, "none.pem"), good.file), {}, /cannot read --cacert/],
+	// A directory (a CA path rather than a bundle) would fail only in the
+	// TLS handshake: refused up front.
+	["--cacert is a directory", () => up("--commit-sha", SHA, "--branch", "main", "--cacert", emptyDir, good.file), {}, /--cacert \/ CULPERT_CACERT '.*nothing' is a directory: give a CA bundle file \(PEM\)/],
 	["bad --timeout", () => up("--commit-sha", SHA, "--branch", "main", "--timeout", "0", good.file), {}, /--timeout expects seconds/],
 	["bad --connect-timeout", () => pull("--sha", SHA, "--connect-timeout", "soon"), {}, /--connect-timeout expects seconds/],
 	["bad --retries", () => pull("--sha", SHA, "--retries", "99"), {}, /--retries expects a whole number/],
