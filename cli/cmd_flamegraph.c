@@ -901,6 +901,19 @@ int culpert__cmd_flamegraph(int argc, char **argv)
                    o.output, err);
     goto out;
   }
+  const char *dir = NULL;
+  if (o.output && strcmp(o.output, "-") != 0) {
+    dir = culpert__profile_input_dir(o.output, (const char *const *)o.paths, o.npaths);
+    if (!dir && o.diff_base)
+      dir = culpert__profile_input_dir(o.output, &o.diff_base, 1);
+  }
+  if (dir) {
+    culpert__error("-o '%s' is in the directory '%s' this flame graph reads: every command "
+                   "given '%s' would then read the graph as one of its profiles, and refuse "
+                   "it; write it elsewhere",
+                   o.output, dir, dir);
+    goto out;
+  }
   if (culpert__profile_load_all(o.paths, o.npaths, NULL, check_weight, &o, &p, err, sizeof err) !=
       0) {
     culpert__error("%s", err);

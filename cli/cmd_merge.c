@@ -9,9 +9,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +17,7 @@
 #include "archive.h"
 #include "cli.h"
 #include "merge.h"
+#include "profile.h"
 
 enum { OPT_HELP = 1 };
 
@@ -41,36 +40,6 @@ static void usage(FILE *f)
              "                     directory it merges\n"
              "  -h, --help         show this help\n\n"
              "Exit status: 0 written, 2 any error (nothing is written then).\n");
-}
-
-/* The input among inputs[0..n-1] that is the directory the file `output`
- * would be written in (through a link, its target's), or NULL. A merged
- * file there is one of that directory's profiles from then on: the next
- * merge, and any command given the directory, would count its inputs
- * twice. */
-static const char *input_dir_of(const char *output, char **inputs, int n)
-{
-  char target[PATH_MAX], dir[PATH_MAX];
-  struct stat st, d;
-  if (lstat(output, &st) == 0 && S_ISLNK(st.st_mode) && realpath(output, target) != NULL)
-    output = target;
-  if ((stat(output, &st) == 0 && !S_ISREG(st.st_mode)) || strlen(output) >= sizeof dir)
-    return NULL; /* a device or FIFO: written through, no file appears */
-  snprintf(dir, sizeof dir, "%s", output);
-  char *slash = strrchr(dir, '/');
-  if (!slash)
-    snprintf(dir, sizeof dir, ".");
-  else if (slash == dir)
-    dir[1] = '\0'; /* "/x" is in "/" */
-  else
-    *slash = '\0';
-  if (stat(dir, &d) != 0)
-    return NULL;
-  for (int i = 0; i < n; i++)
-    if (strcmp(inputs[i], "-") != 0 && stat(inputs[i], &st) == 0 && S_ISDIR(st.st_mode) &&
-        st.st_dev == d.st_dev && st.st_ino == d.st_ino)
-      return inputs[i];
-  return NULL;
 }
 
 int culpert__cmd_merge(int argc, char **argv)
@@ -117,7 +86,9 @@ int culpert__cmd_merge(int argc, char **argv)
     culpert__error("-o '%s' is a directory; give a file path", output);
     return CULPERT_EXIT_ERROR;
   }
-  const char *dir = output ? input_dir_of(output, argv + optind, argc - optind) : NULL;
+  const char *dir = output ? culpert__profile_input_dir(output, (const char *const *)argv + optind,
+                                                        (size_t)(argc - optind))
+                           : NULL;
   if (dir) {
     culpert__error("-o '%s' is in the directory '%s' this merge reads: the merged file would "
                    "be one of its profiles, counted again by the next merge and by every "

@@ -24,6 +24,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -2401,6 +2402,31 @@ void culpert__profile_paths_free(char **paths, size_t n)
   for (size_t i = 0; i < n; i++)
     free(paths[i]);
   free(paths);
+}
+
+const char *culpert__profile_input_dir(const char *output, const char *const *inputs, size_t n)
+{
+  char target[PATH_MAX], dir[PATH_MAX];
+  struct stat st, d;
+  if (lstat(output, &st) == 0 && S_ISLNK(st.st_mode) && realpath(output, target) != NULL)
+    output = target;
+  if ((stat(output, &st) == 0 && !S_ISREG(st.st_mode)) || strlen(output) >= sizeof dir)
+    return NULL; /* a device or FIFO: written through, no file appears */
+  snprintf(dir, sizeof dir, "%s", output);
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else if (slash == dir)
+    dir[1] = '\0'; /* "/x" is in "/" */
+  else
+    *slash = '\0';
+  if (stat(dir, &d) != 0)
+    return NULL;
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(inputs[i], "-") != 0 && stat(inputs[i], &st) == 0 && S_ISDIR(st.st_mode) &&
+        st.st_dev == d.st_dev && st.st_ino == d.st_ino)
+      return inputs[i];
+  return NULL;
 }
 
 int culpert__profile_paths_name(const char *const *paths, size_t n, const char *file, char *which,

@@ -195,6 +195,13 @@ int culpert__profile_expand_paths(const char *const *paths, size_t n, char ***ou
                                   char *err, size_t errlen);
 void culpert__profile_paths_free(char **paths, size_t n);
 
+/* The input among inputs[0..n-1] that is the directory the file `output`
+ * would be written in (through a link, its target's), or NULL. A file
+ * written there is one of that directory's profiles from then on: every
+ * command given the directory would read it (a merge counting its inputs
+ * twice, a flame graph refused as no profile). */
+const char *culpert__profile_input_dir(const char *output, const char *const *inputs, size_t n);
+
 /* Whether the existing regular file `file` is one of the profiles
  * paths[0..n-1] stand for (directories expanded, links followed): 1 with
  * the name that reaches it in which[0..len), else 0 (also when the paths

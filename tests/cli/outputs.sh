@@ -101,6 +101,18 @@ for args in "-o in.pb.gz in.pb.gz" "-o in.link in.pb.gz" "-o in.pb.gz --diff-bas
 done
 cmp -s in.pb.gz before.pb.gz && cmp -s prof/app.pb.gz before.pb.gz ||
   fail "flamegraph -o one of its profiles changed that profile"
+# A new file in a directory it reads (as FILE or --diff-base) is refused
+# too: every command given the directory would then read the graph as one
+# of its profiles. Beside the directory is fine.
+for args in "-o prof/fg.svg prof" "-o prof/fg.folded --diff-base prof in.pb.gz"; do
+  # shellcheck disable=SC2086 # the words of $args are the arguments
+  "$culpert" flamegraph $args >out 2>err
+  rc=$?
+  [ $rc -eq 2 ] && has err "is in the directory 'prof' this flame graph reads" ||
+    fail "flamegraph $args: exit $rc, stderr: $(cat err)"
+done
+[ "$(ls prof)" = app.pb.gz ] || fail "flamegraph -o into a directory it reads wrote: $(ls prof)"
+"$culpert" flamegraph -o fg.svg prof 2>err || fail "flamegraph -o beside the directory: $(cat err)"
 
 [ $failures -eq 0 ] || exit 1
 echo "all output checks passed"
