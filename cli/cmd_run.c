@@ -805,6 +805,11 @@ static int parse(int argc, char **argv, struct run_opts *o, char *rate_buf, size
                        optarg);
         return -EINVAL;
       }
+      if (v > (uint64_t)INT64_MAX) {
+        culpert__error("--rate: '%s' is above the largest rate, %" PRId64 " bytes", optarg,
+                       INT64_MAX);
+        return -EINVAL;
+      }
       snprintf(rate_buf, rate_len, "%" PRIu64, v);
       o->rate = rate_buf;
       break;

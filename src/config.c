@@ -165,6 +165,13 @@ void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int
     culpert__say_fd(warn_fd, "CULPERT_SAMPLE_RATE=%s is not a byte count; using %u", v,
                     CULPERT__DEFAULT_RATE);
     c->rate = CULPERT__DEFAULT_RATE;
+  } else if (c->rate > (uint64_t)INT64_MAX) {
+    /* A profile's period is an int64: the rate it states is this one. */
+    culpert__say_fd(warn_fd,
+                    "CULPERT_SAMPLE_RATE=%s is above the largest rate, %lld bytes; using "
+                    "that",
+                    v, (long long)INT64_MAX);
+    c->rate = (uint64_t)INT64_MAX;
   }
   v = get("CULPERT_SEED");
   if (v != NULL && *v != '\0') {

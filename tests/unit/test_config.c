@@ -104,6 +104,19 @@ static void test_config_values(void **state)
   assert_true(c.write_on_signal);
 }
 
+static void test_config_rate_above_int64_is_clamped(void **state)
+{
+  (void)state;
+  static const char *const env[] = {"CULPERT_SAMPLE_RATE", "18446744073709551615", NULL};
+  struct culpert__config c;
+  char warn[512];
+  load(&c, env, warn, sizeof warn);
+  /* the profile's period, an int64, states this same rate */
+  assert_true(c.rate == (uint64_t)INT64_MAX);
+  assert_non_null(strstr(warn, "CULPERT_SAMPLE_RATE=18446744073709551615 is above the largest "
+                               "rate, 9223372036854775807 bytes"));
+}
+
 static void test_config_bad_values_warn_and_default(void **state)
 {
   (void)state;
@@ -393,6 +406,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_defaults),
       cmocka_unit_test(test_config_values),
+      cmocka_unit_test(test_config_rate_above_int64_is_clamped),
       cmocka_unit_test(test_config_bad_values_warn_and_default),
       cmocka_unit_test(test_config_switches),
       cmocka_unit_test(test_config_interval),
