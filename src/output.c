@@ -506,6 +506,16 @@ static void records_free(struct records *r)
   free(r->b);
 }
 
+/* The in-use bytes of nb buckets as a profile shows them: each stack's
+ * estimate rounded, as the writer rounds it. */
+static double rounded_inuse(const struct culpert__bucket *b, long nb)
+{
+  double sum = 0;
+  for (long i = 0; i < nb; i++)
+    sum += b[i].inuse_bytes > 0 ? round(b[i].inuse_bytes) : 0;
+  return sum;
+}
+
 /* The profile as culpert__output_profile describes it, from the records
  * `r`; with at_peak (r taken with the peak), the in-use values are those
  * of the samples live at the in-use peak instead of those live now, and a
@@ -558,10 +568,15 @@ static int encode_profile(const struct records *r, unsigned char **out, size_t *
              (unsigned long long)culpert__stack_libunwind_walks());
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.dropped_samples=%llu",
            (unsigned long long)culpert__record_dropped());
-  /* Never below the in-use total this profile shows (rounded per stack). */
-  double inuse = 0, peak = r->peak ? r->peak_bytes : culpert__live_peak_bytes();
-  for (long i = 0; i < nb; i++)
-    inuse += b[i].inuse_bytes > 0 ? round(b[i].inuse_bytes) : 0;
+  /* Never below the in-use total this profile shows (rounded per stack).
+   * With the peak's copy, the peak is that copy's total rounded the same
+   * way, so that the peak file's in-use total is its comment: the running
+   * sum the table keeps is not rounded per stack, and at a sampling rate
+   * other than 0 it came out a byte or so above what the file showed. */
+  double inuse = rounded_inuse(b, nb);
+  double peak = !r->peak            ? culpert__live_peak_bytes()
+                : r->peak_lost == 0 ? rounded_inuse(r->b + nb, nb)
+                                    : r->peak_bytes;
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.peak_inuse_bytes=%.0f",
            peak > inuse ? peak : inuse);
   if (at_peak)

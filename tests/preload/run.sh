@@ -1002,6 +1002,27 @@ peak)
   expect_totals k.peak.pb.gz handle_request/parse "100 100000 100 100000 100"
   [ -z "$(ls ./*.tmp.* 2>/dev/null)" ] || fail "temporary files left: $(ls)"
   ;;
+peak_sampled)
+  # CULPERT_PEAK at a sampling rate other than 0: each stack's in-use
+  # estimate is rounded in the file, and the peak file's comment
+  # culpert.peak_inuse_bytes is still its in-use total (it was the table's
+  # running sum, unrounded: a byte above the total for 4 of these 40), the
+  # same peak as the profile beside it states.
+  for rate in 4K 16K; do
+    for seed in $(seq 20); do
+      CULPERT_PEAK=1 CULPERT_SAMPLE_RATE=$rate CULPERT_SEED=$seed CULPERT_QUIET=1 \
+        CULPERT_OUTPUT="$work/s.pb.gz" run_pre "$BIN/wl_basic" >out 2>err ||
+        fail "wl_basic failed: $(cat err)"
+      p=$(profile s.peak.pb.gz)
+      peak=$(printf '%s\n' "$p" | awk -F= '$1 == "comment culpert.peak_inuse_bytes" {print $2}')
+      held=$(printf '%s\n' "$p" | awk '$1 == "sample" { s += $5 } END { print s + 0 }')
+      [ -n "$peak" ] && [ "$held" -eq "$peak" ] ||
+        fail "rate $rate, seed $seed: in use in the peak profile $held bytes, its peak $peak"
+      now=$(profile s.pb.gz | awk -F= '$1 == "comment culpert.peak_inuse_bytes" {print $2}')
+      [ "$now" = "$peak" ] || fail "rate $rate, seed $seed: peak $now in the profile, $peak beside it"
+    done
+  done
+  ;;
 interval)
   # CULPERT_INTERVAL=1: the exit profile's file is rewritten every second,
   # so a program killed by SIGKILL leaves a complete profile; one line on
