@@ -168,7 +168,8 @@ struct culpert__thread {
   uint64_t span_seq_next; /* the next span sequence number of this thread's
                            * block; a multiple of the block size: none left */
   uint32_t span_depth;    /* spans open, including those beyond the stack */
-  uint32_t span_pad;
+  /* 1: fork_prepare took output.c's write lock, for this thread's fork */
+  uint32_t fork_write;
   uint64_t spans[CULPERT_SPAN_MAX_DEPTH]; /* ids of the open spans */
   struct culpert__unwind_memo unwind;     /* the rules of the last walk */
 };

@@ -220,9 +220,12 @@ static atomic_int caught;
 static _Atomic int64_t caught_at;
 
 /* Fork with other threads inside culpert: hold both locks across fork()
- * so the child never inherits one held by a thread that no longer exists. */
-static int write_held_for_fork;
-
+ * so the child never inherits one held by a thread that no longer exists.
+ * Whether fork_prepare took write_lock is the forking thread's own
+ * (culpert__tls.fork_write): threads fork at once, and one shared flag,
+ * cleared by a second fork_prepare while the first fork held the lock,
+ * left it held for good (every later fork waited WRITER_SECONDS for it,
+ * and no profile was written again). */
 static void fork_prepare(void)
 {
   culpert__tls.guard++;
@@ -231,10 +234,9 @@ static void fork_prepare(void)
    * child would inherit held and wait for at its first sample. Taken
    * first, as a writer takes it before the tables' locks; never when this
    * very thread holds it (a handler forking in the middle of a write). */
-  write_held_for_fork = 0;
-  if (atomic_load(&write_owner) != (int)gettid()) {
-    write_held_for_fork = write_lock_wait();
-  }
+  culpert__tls.fork_write = 0;
+  if (atomic_load(&write_owner) != (int)gettid())
+    culpert__tls.fork_write = (uint32_t)write_lock_wait();
   culpert__stack_lock();
   culpert__record_lock();
   culpert__live_lock();
@@ -245,8 +247,9 @@ static void fork_parent(void)
   culpert__live_unlock();
   culpert__record_unlock();
   culpert__stack_unlock();
-  if (write_held_for_fork)
+  if (culpert__tls.fork_write)
     write_lock_release();
+  culpert__tls.fork_write = 0;
   culpert__tls.guard--;
 }
 
@@ -270,6 +273,7 @@ static void reinit_locks(void)
 static void fork_child(void)
 {
   reinit_locks();
+  culpert__tls.fork_write = 0;
   culpert__live_reset();
   culpert__record_reset();
   culpert__span_reset_counters();

@@ -372,6 +372,19 @@ fork_during_snapshot)
   expect_line "$out" '^forks 80 stuck 0$' "forks during snapshots"
   [ $rc -eq 0 ] && profile s.pb.gz >/dev/null
   ;;
+fork_threads)
+  # Eight threads forking at once: each fork holds the lock profiles are
+  # written under, and lets it go. One flag shared by every thread once
+  # said whether a fork took it: a second fork cleared it while the first
+  # held the lock, which then stayed held (every later fork waited 60 s
+  # for it, and culpert_snapshot_write and the rewrites forever).
+  out=$(CULPERT_QUIET=1 CULPERT_SAMPLE_RATE=4K CULPERT_OUTPUT="$work/t.pb.gz" \
+    timeout 30 env LD_PRELOAD="$LIB" "$BIN/wl_fork" --threads 100 "$work/snap.pb.gz" 2>err)
+  rc=$?
+  [ $rc -eq 0 ] || fail "wl_fork --threads exited $rc (124: still forking after 30 s): $(cat err)"
+  expect_line "$out" '^forks 800 snapshot 0$' "forks on eight threads, then a snapshot"
+  [ $rc -eq 0 ] && profile snap.pb.gz >/dev/null
+  ;;
 immediate_exit)
   # _exit, _Exit and quick_exit write the exit profile first, also from a
   # signal handler on a thread that was allocating; a vfork child writes

@@ -31,6 +31,11 @@
  * says so through a pipe and kills itself. A child that has not said so
  * in 10 s is stuck; it is killed and no more are forked. Prints "forks N
  * stuck S".
+ *
+ * wl_fork --threads N PATH: eight threads fork N children each at the
+ * same time (each child allocates and _exits), then the main thread
+ * writes a snapshot to PATH with culpert_snapshot_write(); prints "forks
+ * F snapshot RC" when done (the time it takes is what a test checks).
  */
 #include <poll.h>
 #include <pthread.h>
@@ -184,6 +189,35 @@ static int fork_during_snapshots(int nforks)
   return 0;
 }
 
+#define FORKERS 8
+
+static void *forker(void *arg)
+{
+  int n = *(const int *)arg;
+  for (int i = 0; i < n; i++) {
+    free(malloc(1000));
+    pid_t pid = fork();
+    if (pid == 0) {
+      free(malloc(3000));
+      _exit(0);
+    }
+    if (pid > 0)
+      waitpid(pid, NULL, 0);
+  }
+  return NULL;
+}
+
+static int forks_at_once(int n, const char *path)
+{
+  pthread_t t[FORKERS];
+  for (int i = 0; i < FORKERS; i++)
+    pthread_create(&t[i], NULL, forker, &n);
+  for (int i = 0; i < FORKERS; i++)
+    pthread_join(t[i], NULL);
+  printf("forks %d snapshot %d\n", FORKERS * n, culpert_snapshot_write(path));
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   if (argc > 1 && strcmp(argv[1], "--exec-child") == 0) {
@@ -205,6 +239,8 @@ int main(int argc, char **argv)
     culpert_span_exit();
   if (argc > 1 && strcmp(argv[1], "--immediate-exit") == 0)
     return immediate_exits();
+  if (argc > 3 && strcmp(argv[1], "--threads") == 0)
+    return forks_at_once(atoi(argv[2]), argv[3]);
   if (argc > 2 && strcmp(argv[1], "--snapshots") == 0)
     return fork_during_snapshots(atoi(argv[2]));
 
