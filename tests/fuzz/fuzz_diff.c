@@ -53,18 +53,11 @@ static void diff_views(char *before, char *after)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  static bool quiet;
-  struct fuzz_part parts[FUZZ_PARTS_MAX];
   char paths[FUZZ_PARTS_MAX][32];
-  if (!quiet) {
-    if (!freopen("/dev/null", "w", stdout))
-      abort();
-    quiet = true;
-  }
-  size_t n = fuzz_split(data, size, parts);
+  fuzz_quiet_stdout();
+  size_t n = fuzz_inputs(data, size, paths);
   if (n == 0)
     return 0;
-  fuzz_files(parts, n, paths);
   diff_views(paths[0], paths[1]);
   if (n > 2)
     diff_views(paths[0], paths[2]);

@@ -30,18 +30,11 @@ void culpert__error(const char *fmt, ...)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  static bool quiet;
-  struct fuzz_part parts[FUZZ_PARTS_MAX];
   char paths[FUZZ_PARTS_MAX][32];
-  if (!quiet) {
-    if (!freopen("/dev/null", "w", stdout))
-      abort();
-    quiet = true;
-  }
-  size_t n = fuzz_split(data, size, parts);
+  fuzz_quiet_stdout();
+  size_t n = fuzz_inputs(data, size, paths);
   if (n == 0)
     return 0;
-  fuzz_files(parts, n, paths);
   char *file = paths[0], *base = paths[1], *more = n > 2 ? paths[2] : NULL;
   char *views[][12] = {
       {"flamegraph", file, more},

@@ -11,6 +11,7 @@
 #ifndef CULPERT_FUZZ_SPLIT_H
 #define CULPERT_FUZZ_SPLIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -60,6 +61,27 @@ static inline void fuzz_files(const struct fuzz_part *parts, size_t n,
       abort();
     snprintf(paths[i], sizeof paths[i], "/proc/self/fd/%d", fds[i]);
   }
+}
+
+/* The input's profiles as files: fuzz_split, then fuzz_files. Returns how
+ * many (0: input too short, no file). */
+static inline size_t fuzz_inputs(const uint8_t *data, size_t size, char paths[FUZZ_PARTS_MAX][32])
+{
+  struct fuzz_part parts[FUZZ_PARTS_MAX];
+  size_t n = fuzz_split(data, size, parts);
+  if (n > 0)
+    fuzz_files(parts, n, paths);
+  return n;
+}
+
+/* Standard output to /dev/null from the first input on: the commands'
+ * output is not what is checked. */
+static inline void fuzz_quiet_stdout(void)
+{
+  static bool quiet;
+  if (!quiet && !freopen("/dev/null", "w", stdout))
+    abort();
+  quiet = true;
 }
 
 #endif /* CULPERT_FUZZ_SPLIT_H */
