@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <math.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -226,9 +227,25 @@ static _Atomic int64_t caught_at;
  * cleared by a second fork_prepare while the first fork held the lock,
  * left it held for good (every later fork waited WRITER_SECONDS for it,
  * and no profile was written again). */
+static int loader_drained(struct dl_phdr_info *info, size_t size, void *data)
+{
+  (void)info;
+  (void)size;
+  (void)data;
+  return 1;
+}
+
 static void fork_prepare(void)
 {
   culpert__tls.guard++;
+  /* Wait for the loader's write lock to be free. glibc does not reset it
+   * in a child, so a child forked while another thread iterated the
+   * loader's list (dl_iterate_phdr) or was adding or removing an object
+   * would wait for it for good at its first sample that misses the
+   * unwind cache, or when it writes its profile, neither of which the
+   * program itself would do. dl_iterate_phdr takes that lock; returning
+   * from the first object lets it go. */
+  dl_iterate_phdr(loader_drained, NULL);
   /* No profile is being written across the fork either: the writer walks
    * the loader's lists (dl_iterate_phdr) under the loader's lock, which a
    * child would inherit held and wait for at its first sample. Taken

@@ -385,6 +385,22 @@ fork_threads)
   expect_line "$out" '^forks 800 snapshot 0$' "forks on eight threads, then a snapshot"
   [ $rc -eq 0 ] && profile snap.pb.gz >/dev/null
   ;;
+fork_loader_busy)
+  # A fork while another thread iterates the loader's list: glibc leaves
+  # the loader's write lock held in the child, which then waited for it at
+  # its first sample (the unwind cache misses on code the parent never
+  # sampled) until killed. The program itself never touches the loader there.
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/l.%p.pb.gz" \
+    timeout 60 env LD_PRELOAD="$LIB" "$BIN/wl_fork" --loader-busy 2>err)
+  rc=$?
+  [ $rc -eq 0 ] || fail "wl_fork --loader-busy exited $rc: $(cat err)"
+  child=$(printf '%s\n' "$out" | awk '$1 == "loader_busy" && $4 == 0 {print $2}')
+  if [ -z "$child" ]; then
+    fail "the child forked while the loader was busy did not exit 0 (-1: stuck, killed after 10 s): $out"
+  else
+    expect_totals "l.$child.pb.gz" child_work "5 15000 5 15000 5"
+  fi
+  ;;
 immediate_exit)
   # _exit, _Exit and quick_exit write the exit profile first, also from a
   # signal handler on a thread that was allocating; a vfork child writes

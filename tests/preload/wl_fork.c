@@ -36,7 +36,13 @@
  * same time (each child allocates and _exits), then the main thread
  * writes a snapshot to PATH with culpert_snapshot_write(); prints "forks
  * F snapshot RC" when done (the time it takes is what a test checks).
+ *
+ * wl_fork --loader-busy: forks while another thread is inside
+ * dl_iterate_phdr (its callback waits 1 s). The child does child_work,
+ * code the parent never sampled, and exits; a child not done in 10 s is
+ * stuck and killed. Prints "loader_busy PID status N" (-1: killed).
  */
+#include <link.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -218,6 +224,53 @@ static int forks_at_once(int n, const char *path)
   return 0;
 }
 
+static atomic_int in_loader;
+
+static int hold_loader(struct dl_phdr_info *info, size_t size, void *data)
+{
+  (void)info;
+  (void)size;
+  (void)data;
+  atomic_store(&in_loader, 1);
+  sleep(1);
+  return 1;
+}
+
+static void *iterate_loader(void *arg)
+{
+  (void)arg;
+  dl_iterate_phdr(hold_loader, NULL);
+  return NULL;
+}
+
+static int fork_while_loader_busy(void)
+{
+  pthread_t t;
+  pthread_create(&t, NULL, iterate_loader, NULL);
+  while (!atomic_load(&in_loader))
+    usleep(1000);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    child_work();
+    exit(0);
+  }
+  int status = 0, done = 0;
+  for (int i = 0; i < 1000 && !done; i++) {
+    done = waitpid(pid, &status, WNOHANG) == pid;
+    if (!done)
+      usleep(10000);
+  }
+  if (!done) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+  }
+  printf("loader_busy %d status %d\n", (int)pid,
+         done && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  pthread_join(t, NULL);
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   if (argc > 1 && strcmp(argv[1], "--exec-child") == 0) {
@@ -243,6 +296,8 @@ int main(int argc, char **argv)
     return forks_at_once(atoi(argv[2]), argv[3]);
   if (argc > 2 && strcmp(argv[1], "--snapshots") == 0)
     return fork_during_snapshots(atoi(argv[2]));
+  if (argc > 1 && strcmp(argv[1], "--loader-busy") == 0)
+    return fork_while_loader_busy();
 
   pthread_t t[2];
   for (int i = 0; i < 2; i++)
