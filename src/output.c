@@ -220,13 +220,6 @@ static void catch_snapshot_signal(void);
 static atomic_int caught;
 static _Atomic int64_t caught_at;
 
-/* Fork with other threads inside culpert: hold both locks across fork()
- * so the child never inherits one held by a thread that no longer exists.
- * Whether fork_prepare took write_lock is the forking thread's own
- * (culpert__tls.fork_write): threads fork at once, and one shared flag,
- * cleared by a second fork_prepare while the first fork held the lock,
- * left it held for good (every later fork waited WRITER_SECONDS for it,
- * and no profile was written again). */
 static int loader_drained(struct dl_phdr_info *info, size_t size, void *data)
 {
   (void)info;
@@ -235,17 +228,16 @@ static int loader_drained(struct dl_phdr_info *info, size_t size, void *data)
   return 1;
 }
 
+/* Fork with other threads inside culpert: hold both locks across fork()
+ * so the child never inherits one held by a thread that no longer exists.
+ * Whether fork_prepare took write_lock is the forking thread's own
+ * (culpert__tls.fork_write): threads fork at once, and one shared flag,
+ * cleared by a second fork_prepare while the first fork held the lock,
+ * left it held for good (every later fork waited WRITER_SECONDS for it,
+ * and no profile was written again). */
 static void fork_prepare(void)
 {
   culpert__tls.guard++;
-  /* Wait for the loader's write lock to be free. glibc does not reset it
-   * in a child, so a child forked while another thread iterated the
-   * loader's list (dl_iterate_phdr) or was adding or removing an object
-   * would wait for it for good at its first sample that misses the
-   * unwind cache, or when it writes its profile, neither of which the
-   * program itself would do. dl_iterate_phdr takes that lock; returning
-   * from the first object lets it go. */
-  dl_iterate_phdr(loader_drained, NULL);
   /* No profile is being written across the fork either: the writer walks
    * the loader's lists (dl_iterate_phdr) under the loader's lock, which a
    * child would inherit held and wait for at its first sample. Taken
@@ -254,6 +246,15 @@ static void fork_prepare(void)
   culpert__tls.fork_write = 0;
   if (atomic_load(&write_owner) != (int)gettid())
     culpert__tls.fork_write = (uint32_t)write_lock_wait();
+  /* Then wait for the loader's write lock to be free, as late as can be:
+   * glibc does not reset it in a child, so a child forked while another
+   * thread iterated the loader's list or was adding or removing an object
+   * would wait for it for good at its first unwind-cache miss or when it
+   * writes its profile, neither of which the program itself would do.
+   * dl_iterate_phdr takes that lock; returning from the first object lets
+   * it go. Not after the tables' locks: a callback running meanwhile may
+   * allocate, be sampled and need them. */
+  dl_iterate_phdr(loader_drained, NULL);
   culpert__stack_lock();
   culpert__record_lock();
   culpert__live_lock();
