@@ -10,7 +10,7 @@
  * the caller keeps the raw name. Keeps no global state.
  */
 #include "demangle.h"
-#include "symbolize.h"
+#include "loader.h"
 
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -874,8 +874,7 @@ static char *demangle_cxx(const char *sym)
 {
   /* Looked up each time otherwise: a library loaded later may bring it,
    * and one unloaded may take it away. */
-  cxa_demangle_fn fn =
-      culpert__symbolize_loader_locks() ? find_cxa_demangle() : atomic_load(&at_start);
+  cxa_demangle_fn fn = culpert__loader_usable() ? find_cxa_demangle() : atomic_load(&at_start);
   int status = -1;
   if (!fn)
     return NULL;

@@ -27,7 +27,7 @@
 char *culpert__demangle(const char *sym);
 
 /* Look up __cxa_demangle once at start-up, for a writer that cannot use
- * the loader (culpert__symbolize_set_loader_locks). */
+ * the loader (culpert__loader_usable, loader.h). */
 void culpert__demangle_prepare(void);
 
 #endif /* CULPERT_DEMANGLE_H */

@@ -30,6 +30,7 @@
 
 #include "demangle.h"
 #include "internal.h"
+#include "loader.h"
 #include "symbolize.h"
 #include "writer.h"
 
@@ -290,6 +291,10 @@ static void reinit_locks(void)
  * its own file. */
 static void fork_child(void)
 {
+  /* Held by a thread that is gone, or by this one under its old id:
+   * held for good (loader.h). */
+  if (culpert__loader_lock_held())
+    culpert__loader_set_usable(0);
   reinit_locks();
   culpert__tls.fork_write = 0;
   culpert__live_reset();
@@ -421,6 +426,7 @@ void culpert__init(void)
     drop_from_preload();
   culpert__stack_init(culpert__cfg.stack_mode);
   culpert__demangle_prepare(); /* the writer of a forked copy cannot dlsym */
+  culpert__loader_find_lock();
   if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
     culpert__sampler_stop("pthread_atfork failed");
     goto out;
@@ -1168,7 +1174,7 @@ static void writer_child(const char *path)
   }
   /* The loader's locks may be held by a thread that is gone: find the
    * objects without them (symbolize.h). */
-  culpert__symbolize_set_loader_locks(0);
+  culpert__loader_set_usable(0);
   if (path == NULL && exit_path(exit_name, sizeof exit_name) == 0)
     path = exit_name;
   int rc = path == NULL ? -ENAMETOOLONG : write_exit_files(path, OK_SAY, 1);

@@ -24,6 +24,7 @@
 #include <libunwind.h>
 
 #include "internal.h"
+#include "loader.h"
 
 typedef int (*getcontext_fn)(unw_context_t *);
 typedef int (*init_local_fn)(unw_cursor_t *, unw_context_t *);
@@ -357,6 +358,10 @@ CULPERT__NOINLINE uint32_t culpert__stack_capture(uintptr_t *ips, uint32_t max)
     int got = use_cfi ? capture_cfi(ips, want) : -1;
     if (got >= 0) {
       n = (uint32_t)got;
+    } else if (!culpert__loader_usable()) {
+      /* libunwind finds frame descriptions with dl_iterate_phdr, which
+       * would wait for good (loader.h): frame pointers, as far as they go */
+      n = capture_fp(ips, want);
     } else {
       /* libunwind may make system calls of its own: none of them may
        * act on a deferred cancellation inside malloc */

@@ -10,6 +10,7 @@
  * Memory the loader mapped (program headers, build-id notes, the vdso) is
  * trusted as the loader trusted it.
  */
+#include "loader.h"
 #include "symbolize.h"
 
 #include "dwarf.h"
@@ -634,18 +635,6 @@ static int start_cmp(const void *a, const void *b)
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static atomic_int loader_locks_unusable;
-
-void culpert__symbolize_set_loader_locks(int usable)
-{
-  atomic_store(&loader_locks_unusable, !usable);
-}
-
-int culpert__symbolize_loader_locks(void)
-{
-  return !atomic_load(&loader_locks_unusable);
-}
-
 /* Whether [p, p + n) is mapped: mincore fails with ENOMEM on any page that
  * is not. */
 static int mapped(const void *p, size_t n, long page)
@@ -862,7 +851,7 @@ int culpert__symbolize_open(struct culpert__symbolizer **out)
   c.self_addr = (uint64_t)(uintptr_t)&culpert__symbolize_open;
   c.vdso = getauxval(AT_SYSINFO_EHDR);
   c.first = 1;
-  if (culpert__symbolize_loader_locks())
+  if (culpert__loader_usable())
     dl_iterate_phdr(collect_object, &c);
   else
     walk_link_maps(&c);
@@ -1023,7 +1012,7 @@ int culpert__symbolize_addr(struct culpert__symbolizer *s, uint64_t addr,
   if (sym) {
     out->name = sym->name;
     out->start = sym->addr + obj->bias;
-  } else if (!obj->tab && culpert__symbolize_loader_locks()) {
+  } else if (!obj->tab && culpert__loader_usable()) {
     /* The file could not be read (deleted, replaced, no permission): the
      * loader's own view of the dynamic symbols is all there is (dladdr
      * takes the loader's lock). */

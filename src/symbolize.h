@@ -51,16 +51,12 @@ struct culpert__symbolizer;
 int culpert__symbolize_open(struct culpert__symbolizer **out);
 
 /*
- * culpert__symbolize_set_loader_locks: 0 after a fork taken at a signal
- * (output.c's writer child), where the dynamic loader's locks may be held
- * by threads that no longer exist. From then on culpert__symbolize_open
+ * Where the dynamic loader's locks may be held by threads that no longer
+ * exist (culpert__loader_usable() is 0, loader.h), culpert__symbolize_open
  * walks the loader's r_debug list of objects, which needs no lock, instead
- * of calling dl_iterate_phdr, and nothing calls dlsym
- * (culpert__symbolize_loader_locks tells the symbol cache and the
- * demangler). 1 (the default) restores the normal ways.
+ * of calling dl_iterate_phdr; the symbol cache keeps nothing and the
+ * demangler calls no dlsym.
  */
-void culpert__symbolize_set_loader_locks(int usable);
-int culpert__symbolize_loader_locks(void);
 
 /*
  * Objects unloaded before a profile is written. The dlclose wrapper

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "symcache.h"
+#include "loader.h"
 #include "symbolize.h"
 
 #define SYMCACHE_MAX_ENTRIES (1u << 20)
@@ -153,7 +154,7 @@ int culpert__symcache_begin(void)
 {
   /* Without the loader's lock there is no telling whether something was
    * loaded or unloaded since the answers were kept. */
-  if (!culpert__symbolize_loader_locks() || pthread_mutex_trylock(&lock) != 0)
+  if (!culpert__loader_usable() || pthread_mutex_trylock(&lock) != 0)
     return 0;
   unsigned long long now[2] = {0, 0};
   dl_iterate_phdr(load_counts, now);

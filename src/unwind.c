@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "loader.h"
 
 #if defined(__x86_64__) && defined(__GLIBC__) &&                                                   \
     (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
@@ -642,7 +643,7 @@ static void lookup_slow(uintptr_t addr, struct rule *out)
   const uint8_t *hdr = obj.dlfo_eh_frame;
   if (hdr < lo || hdr >= hi) {
     struct segment seg = {(uintptr_t)hdr, 0, 0};
-    if (dl_iterate_phdr(segment_cb, &seg) == 0)
+    if (!culpert__loader_usable() || dl_iterate_phdr(segment_cb, &seg) == 0)
       return;
     lo = (const uint8_t *)seg.lo;
     hi = (const uint8_t *)seg.hi;
@@ -675,11 +676,14 @@ void culpert__unwind_flush(void)
 
 /* A cache miss: flush first if an object was unloaded since the last
  * flush (its addresses may now hold other code), then read the rule and
- * publish it unless a flush ran meanwhile. Returns the rule's word. */
+ * publish it unless a flush ran meanwhile. Returns the rule's word. Where
+ * the loader's lock is held for good (loader.h) nothing can be unloaded:
+ * dlclose would wait for that lock too. */
 static uint64_t lookup_miss_locked(uintptr_t addr)
 {
-  unsigned long long subs = 0;
-  dl_iterate_phdr(subs_cb, &subs);
+  unsigned long long subs = atomic_load(&seen_subs);
+  if (culpert__loader_usable())
+    dl_iterate_phdr(subs_cb, &subs);
   if (subs != atomic_load(&seen_subs)) {
     atomic_store(&seen_subs, subs);
     culpert__unwind_flush();

@@ -401,6 +401,24 @@ fork_loader_busy)
     expect_totals "l.$child.pb.gz" child_work "5 15000 5 15000 5"
   fi
   ;;
+fork_in_loader)
+  # A fork from inside a dl_iterate_phdr callback: the child inherits the
+  # loader's lock held under the forking thread's old id, held for good.
+  # culpert finds it held and stays away from the loader: the child's
+  # stacks and its profile (its objects from the loader's r_debug list).
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/f.%p.pb.gz" \
+    timeout 60 env LD_PRELOAD="$LIB" "$BIN/wl_fork" --in-loader 2>err)
+  rc=$?
+  [ $rc -eq 0 ] || fail "wl_fork --in-loader exited $rc: $(cat err)"
+  child=$(printf '%s\n' "$out" | awk '$1 == "in_loader" && $4 == 0 {print $2}')
+  if [ -z "$child" ]; then
+    fail "the child forked inside the loader did not exit 0 (-1: stuck, killed after 10 s): $out"
+  else
+    expect_totals "f.$child.pb.gz" child_work "5 15000 5 15000 5"
+    profile "f.$child.pb.gz" | grep -q 'fork_here' ||
+      fail "the child's stacks do not reach fork_here: $(profile "f.$child.pb.gz" | head -20)"
+  fi
+  ;;
 immediate_exit)
   # _exit, _Exit and quick_exit write the exit profile first, also from a
   # signal handler on a thread that was allocating; a vfork child writes

@@ -41,6 +41,10 @@
  * dl_iterate_phdr (its callback waits 1 s). The child does child_work,
  * code the parent never sampled, and exits; a child not done in 10 s is
  * stuck and killed. Prints "loader_busy PID status N" (-1: killed).
+ *
+ * wl_fork --in-loader: the same, forked from inside a dl_iterate_phdr
+ * callback (the loader's lock held by the forking thread itself). Prints
+ * "in_loader PID status N".
  */
 #include <link.h>
 #include <poll.h>
@@ -243,12 +247,10 @@ static void *iterate_loader(void *arg)
   return NULL;
 }
 
-static int fork_while_loader_busy(void)
+/* Forks a child that does child_work and exits; reports how it ended
+ * ("WHAT PID status N", -1: not done in 10 s, killed). */
+static void fork_child_work(const char *what)
 {
-  pthread_t t;
-  pthread_create(&t, NULL, iterate_loader, NULL);
-  while (!atomic_load(&in_loader))
-    usleep(1000);
   fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
@@ -265,10 +267,27 @@ static int fork_while_loader_busy(void)
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
   }
-  printf("loader_busy %d status %d\n", (int)pid,
-         done && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  printf("%s %d status %d\n", what, (int)pid, done && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+static int fork_while_loader_busy(void)
+{
+  pthread_t t;
+  pthread_create(&t, NULL, iterate_loader, NULL);
+  while (!atomic_load(&in_loader))
+    usleep(1000);
+  fork_child_work("loader_busy");
   pthread_join(t, NULL);
   return 0;
+}
+
+static int fork_here(struct dl_phdr_info *info, size_t size, void *data)
+{
+  (void)info;
+  (void)size;
+  (void)data;
+  fork_child_work("in_loader");
+  return 1;
 }
 
 int main(int argc, char **argv)
@@ -298,6 +317,8 @@ int main(int argc, char **argv)
     return fork_during_snapshots(atoi(argv[2]));
   if (argc > 1 && strcmp(argv[1], "--loader-busy") == 0)
     return fork_while_loader_busy();
+  if (argc > 1 && strcmp(argv[1], "--in-loader") == 0)
+    return dl_iterate_phdr(fork_here, NULL) == 1 ? 0 : 1;
 
   pthread_t t[2];
   for (int i = 0; i < 2; i++)

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "demangle.h"
+#include "loader.h"
 #include "symbolize.h"
 
 struct demangle_case {
@@ -256,17 +257,17 @@ static void test_demangle_without_loader_locks(void **state)
     print_message("SKIPPED: libstdc++.so.6 not found\n");
     skip();
   }
-  culpert__symbolize_set_loader_locks(0);
+  culpert__loader_set_usable(0);
   assert_null(culpert__demangle("_ZN3foo3barEv")); /* loaded after prepare: not used */
-  culpert__symbolize_set_loader_locks(1);
+  culpert__loader_set_usable(1);
   char *got = culpert__demangle("_ZN3foo3barEv"); /* looked up again: found */
   assert_non_null(got);
   assert_string_equal(got, "foo::bar()");
   free(got);
   culpert__demangle_prepare();
-  culpert__symbolize_set_loader_locks(0);
+  culpert__loader_set_usable(0);
   got = culpert__demangle("_ZN3foo3barEv");
-  culpert__symbolize_set_loader_locks(1);
+  culpert__loader_set_usable(1);
   assert_non_null(got);
   assert_string_equal(got, "foo::bar()");
   free(got);

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "loader.h"
 #include "symbolize.h"
 
 static volatile unsigned sink;
@@ -371,12 +372,12 @@ static void test_symbolize_without_loader_locks(void **state)
   void *fn;
   void *h = load_dwarf4_fixture(&fn);
   struct culpert__symbolizer *a, *b;
-  assert_true(culpert__symbolize_loader_locks());
+  assert_true(culpert__loader_usable());
   assert_int_equal(culpert__symbolize_open(&a), 0);
-  culpert__symbolize_set_loader_locks(0);
-  assert_false(culpert__symbolize_loader_locks());
+  culpert__loader_set_usable(0);
+  assert_false(culpert__loader_usable());
   assert_int_equal(culpert__symbolize_open(&b), 0);
-  culpert__symbolize_set_loader_locks(1);
+  culpert__loader_set_usable(1);
 
   size_t n = culpert__symbolize_nmaps(a);
   assert_true(n >= 3);
