@@ -800,7 +800,10 @@ static int parse(int argc, char **argv, struct run_opts *o, char *rate_buf, size
       break;
     case 'r': {
       uint64_t v;
-      if (culpert__bytesize_parse(optarg, &v)) {
+      int rc = culpert__bytesize_parse(optarg, &v);
+      if (rc == -ERANGE)
+        v = UINT64_MAX;
+      else if (rc != 0) {
         culpert__error("--rate: '%s' is not a byte count (examples: 65536, 4K, 512KiB, 1MB)",
                        optarg);
         return -EINVAL;

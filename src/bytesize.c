@@ -11,14 +11,16 @@
 int culpert__bytesize_parse(const char *s, uint64_t *out)
 {
   uint64_t v = 0;
+  int overflow = 0;
   const char *c = s;
   if (s == NULL || *s < '0' || *s > '9')
     return -EINVAL;
   for (; *c >= '0' && *c <= '9'; c++) {
     uint64_t d = (uint64_t)(*c - '0');
     if (v > (UINT64_MAX - d) / 10)
-      return -EINVAL;
-    v = v * 10 + d;
+      overflow = 1;
+    else
+      v = v * 10 + d;
   }
   unsigned shift = 0;
   switch (*c) {
@@ -48,8 +50,10 @@ int culpert__bytesize_parse(const char *s, uint64_t *out)
   }
   if (*c == 'b' || *c == 'B')
     c++;
-  if (*c != '\0' || (shift != 0 && v > (UINT64_MAX >> shift)))
+  if (*c != '\0')
     return -EINVAL;
+  if (overflow || (shift != 0 && v > (UINT64_MAX >> shift)))
+    return -ERANGE;
   *out = v << shift;
   return 0;
 }

@@ -13,9 +13,10 @@
  * culpert__bytesize_parse: decimal digits, then optionally K, M, G or T
  * (either case, powers of 1024) followed by an optional "i", then an
  * optional "B" ("4096", "4K", "4k", "4KB", "4KiB", "512KiB", "1M", "100B").
- * No sign, no spaces, no fractions, no hex. Returns 0 and sets *out, or
- * -EINVAL on malformed input or overflow (leaving *out alone). Pure: no
- * allocation, safe inside malloc.
+ * No sign, no spaces, no fractions, no hex. Returns 0 and sets *out,
+ * -EINVAL on malformed input, or -ERANGE on a well-formed count of 2^64
+ * bytes or more (leaving *out alone either way). Pure: no allocation,
+ * safe inside malloc.
  */
 int culpert__bytesize_parse(const char *s, uint64_t *out);
 

@@ -161,7 +161,10 @@ void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int
   c->stack_depth = CULPERT__DEFAULT_DEPTH;
 
   v = get("CULPERT_SAMPLE_RATE");
-  if (v != NULL && *v != '\0' && culpert__bytesize_parse(v, &c->rate) != 0) {
+  int rc = v != NULL && *v != '\0' ? culpert__bytesize_parse(v, &c->rate) : 0;
+  if (rc == -ERANGE)
+    c->rate = UINT64_MAX; /* a count past 2^64 is as far above the cap */
+  if (rc != 0 && rc != -ERANGE) {
     culpert__say_fd(warn_fd, "CULPERT_SAMPLE_RATE=%s is not a byte count; using %u", v,
                     CULPERT__DEFAULT_RATE);
     c->rate = CULPERT__DEFAULT_RATE;

@@ -18,7 +18,7 @@ static void test_bytesize_parse(void **state)
   (void)state;
   static const struct {
     const char *in;
-    int ok;
+    int ok; /* 1, or the error expected */
     uint64_t want;
   } cases[] = {
       {"0", 1, 0},
@@ -46,24 +46,27 @@ static void test_bytesize_parse(void **state)
       {"4X", 0, 0},
       {"4KX", 0, 0},
       {"4Ki", 1, 4096},
-      {"99999999999999999999", 0, 0},
-      {"99999999999T", 0, 0},
+      {"99999999999999999999", -ERANGE, 0},
+      {"99999999999T", -ERANGE, 0},
       {"0x10", 0, 0},
       {"1T", 1, 1099511627776u},
       {"3t", 1, 3298534883328u},
       {"16777215T", 1, 18446742974197923840u},
-      {"16777216T", 0, 0},
+      {"16777216T", -ERANGE, 0},
       {"4iB", 0, 0},
       {"4KBB", 0, 0},
+      {"18446744073709551615", 1, UINT64_MAX},
+      {"18446744073709551616", -ERANGE, 0},
+      {"99999999999999999999X", 0, 0}, /* malformed before too large */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     uint64_t v = 12345;
     int rc = culpert__bytesize_parse(cases[i].in, &v);
-    if (cases[i].ok) {
+    if (cases[i].ok == 1) {
       assert_int_equal(rc, 0);
       assert_int_equal(v, cases[i].want);
     } else {
-      assert_int_equal(rc, -EINVAL);
+      assert_int_equal(rc, cases[i].ok != 0 ? cases[i].ok : -EINVAL);
       assert_int_equal(v, 12345); /* untouched */
     }
   }

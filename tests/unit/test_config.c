@@ -117,6 +117,23 @@ static void test_config_rate_above_int64_is_clamped(void **state)
                                "rate, 9223372036854775807 bytes"));
 }
 
+/* Past 2^64 bytes too: as far above the cap, not a malformed count that
+ * would fall back to the default rate and sample after all. */
+static void test_config_rate_above_uint64_is_clamped(void **state)
+{
+  (void)state;
+  static const char *const cases[] = {"99999999999999999999", "16777216T"};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *const env[] = {"CULPERT_SAMPLE_RATE", cases[i], NULL};
+    struct culpert__config c;
+    char warn[512], want[128];
+    load(&c, env, warn, sizeof warn);
+    assert_true(c.rate == (uint64_t)INT64_MAX);
+    snprintf(want, sizeof want, "CULPERT_SAMPLE_RATE=%s is above the largest rate", cases[i]);
+    assert_non_null(strstr(warn, want));
+  }
+}
+
 static void test_config_bad_values_warn_and_default(void **state)
 {
   (void)state;
@@ -407,6 +424,7 @@ int main(void)
       cmocka_unit_test(test_config_defaults),
       cmocka_unit_test(test_config_values),
       cmocka_unit_test(test_config_rate_above_int64_is_clamped),
+      cmocka_unit_test(test_config_rate_above_uint64_is_clamped),
       cmocka_unit_test(test_config_bad_values_warn_and_default),
       cmocka_unit_test(test_config_switches),
       cmocka_unit_test(test_config_interval),
