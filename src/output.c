@@ -181,9 +181,19 @@ static int64_t now_nanos(void)
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The variable `name` of the environment the process started with, read
+ * from environ itself rather than through getenv: a program may define
+ * getenv and setenv of its own, and bash's stop reading environ once its
+ * setenv has been called (by mark_root below) before its main has imported
+ * the environment, which left every CULPERT_* variable unread when bash was
+ * the first process. */
 static const char *env_get(const char *name)
 {
-  return getenv(name);
+  size_t n = strlen(name);
+  for (char **e = environ; e != NULL && *e != NULL; e++)
+    if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+      return *e + n + 1;
+  return NULL;
 }
 
 static void find_exe_name(void)
@@ -322,7 +332,7 @@ static void fork_child(void)
  * (culpert__config_output_path). */
 static void mark_root(void)
 {
-  const char *root = getenv("CULPERT_ROOT_PID");
+  const char *root = env_get("CULPERT_ROOT_PID");
   char num[32];
   snprintf(num, sizeof num, "%ld", pid);
   /* Empty counts as unset; anything but digits was not written by culpert
@@ -371,7 +381,7 @@ static int preloaded;
  * this one execs run without it. */
 static void drop_from_preload(void)
 {
-  const char *pre = getenv("LD_PRELOAD");
+  const char *pre = env_get("LD_PRELOAD");
   char out[CULPERT__PATH_MAX];
   size_t at = 0;
   if (pre == NULL)
@@ -421,7 +431,7 @@ void culpert__init(void)
   find_exe_name();
   if (getcwd(start_dir, sizeof start_dir) == NULL)
     start_dir[0] = '\0';
-  preloaded = preload_has_us(getenv("LD_PRELOAD"));
+  preloaded = preload_has_us(env_get("LD_PRELOAD"));
   if (culpert__cfg.no_children)
     drop_from_preload();
   culpert__stack_init(culpert__cfg.stack_mode);

@@ -1010,6 +1010,31 @@ bad_env)
   expect_line "$(cat out)" '^failures=0$' "unwritable output"
   expect_line "$(cat err)" '^culpert: cannot write profile /nonexistent/dir/x.pb.gz' "stderr"
   ;;
+shell_root)
+  # bash as the first process: it defines getenv and setenv of its own,
+  # and its getenv stops reading the environment once its setenv has been
+  # called before its main runs (libculpert sets CULPERT_ROOT_PID there).
+  # The CULPERT_* variables are read all the same: the file is the one
+  # asked for, with the rate and metadata asked for, and the program bash
+  # starts is below it (FILE.<pid>).
+  command -v bash >/dev/null || exit 77
+  CULPERT_SAMPLE_RATE=0 CULPERT_METADATA=shell=bash CULPERT_OUTPUT="$work/sh.pb.gz" \
+    run_pre bash -c "\"\$BIN/wl_basic\" >out; echo done" >sh_out 2>err ||
+    fail "bash -c failed: $(cat err)"
+  grep -qx done sh_out || fail "bash did not run on: $(cat sh_out)"
+  [ -f sh.pb.gz ] || fail "no sh.pb.gz but: $(ls)"
+  ls culpert.bash.* >/dev/null 2>&1 && fail "bash wrote the default name: $(ls)"
+  p=$(profile sh.pb.gz)
+  expect_line "$p" '^comment culpert.rate=0$' "bash's rate"
+  expect_line "$p" '^comment shell=bash$' "bash's metadata"
+  # (the forked bash that execs wl_basic writes sh.pb.gz.PID.exec1 first)
+  child=$(ls sh.pb.gz.* 2>/dev/null | grep -v '\.exec[0-9]*$')
+  if [ "$(printf '%s\n' "$child" | grep -c .)" -ne 1 ]; then
+    fail "want one sh.pb.gz.PID from wl_basic: $(ls sh.pb.gz.*)"
+  else
+    expect_totals "$child" handle_request/parse "100 100000 40 40000 100"
+  fi
+  ;;
 peak)
   # CULPERT_PEAK=1: beside the profile, NAME.peak.pb.gz holds the same
   # samples with the in-use values of the moment the in-use estimate was
