@@ -1446,7 +1446,10 @@ void culpert__output_before_exec(struct culpert__exec_note *note, char *const en
    * libculpert: CULPERT_NO_CHILDREN, or an environment without it (execle
    * with an environment of the program's own). */
   int own_name = culpert__cfg.no_children || (preloaded && !env_preloads_us(envp));
-  if (culpert__record_any() &&
+  /* Under its own name the first process writes even when it sampled
+   * nothing, as it would at exit; an .exec<N> of nothing is left out, since
+   * the next image writes the name. */
+  if ((own_name ? !nothing_to_write() : culpert__record_any()) &&
       (own_name ? exit_path(note->path, sizeof note->path)
                 : exec_path(note->path, sizeof note->path)) == 0 &&
       write_from_child(note->path) == 0)

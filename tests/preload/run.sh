@@ -615,6 +615,16 @@ no_children)
   [ -f "n.$ex.pb.gz" ] && fail "the exec'd child was profiled"
   # only libculpert left LD_PRELOAD: the other library is still there
   expect_line "$out" '^preload_in_exec /nonexistent/libother\.so$' "the exec'd child's LD_PRELOAD"
+  # The first process writes its file even when it sampled nothing and
+  # execs a program that is not profiled (CULPERT_NO_CHILDREN, or an
+  # environment without libculpert): nothing after it writes the name.
+  rm -f s1.pb.gz* s2.pb.gz*
+  CULPERT_NO_CHILDREN=1 CULPERT_SAMPLE_RATE=1T CULPERT_OUTPUT="$work/s1.pb.gz" \
+    run_pre sh -c 'exec true' 2>err || fail "sh -c 'exec true' failed: $(cat err)"
+  [ -f s1.pb.gz ] || fail "CULPERT_NO_CHILDREN=1, sh -c 'exec true': no s1.pb.gz: $(ls)"
+  CULPERT_SAMPLE_RATE=1T CULPERT_OUTPUT="$work/s2.pb.gz" \
+    run_pre sh -c 'LD_PRELOAD= exec true' 2>err || fail "sh -c 'LD_PRELOAD= exec true' failed"
+  [ -f s2.pb.gz ] || fail "sh -c 'LD_PRELOAD= exec true': no s2.pb.gz: $(ls)"
   ;;
 dlopen)
   out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/d.pb.gz" run_pre "$BIN/wl_dlopen" \
