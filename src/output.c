@@ -378,18 +378,27 @@ static int preload_has_us(const char *pre)
 static int preloaded;
 
 /* CULPERT_NO_CHILDREN=1: take libculpert out of LD_PRELOAD so that programs
- * this one execs run without it. */
+ * this one execs run without it. The entry is changed in the environ array
+ * itself (to a string of our own, or taken out), not through setenv and
+ * unsetenv: a program may define those (bash's keep a table of their own
+ * and, called before its main, are undone when main imports the
+ * environment), and the array is also the envp its main was given. */
+static char kept_preload[sizeof "LD_PRELOAD=" + CULPERT__PATH_MAX];
+
 static void drop_from_preload(void)
 {
-  const char *pre = env_get("LD_PRELOAD");
-  char out[CULPERT__PATH_MAX];
-  size_t at = 0;
-  if (pre == NULL)
+  char **entry = environ;
+  while (entry != NULL && *entry != NULL && strncmp(*entry, "LD_PRELOAD=", 11) != 0)
+    entry++;
+  if (entry == NULL || *entry == NULL)
     return;
+  const char *pre = *entry + 11;
+  char *out = kept_preload + 11;
+  size_t at = 0, room = sizeof kept_preload - 11;
   while (*pre != '\0') {
     size_t n = strcspn(pre, " :");
     if (n > 0 && !preload_entry_ours(pre, n)) {
-      if (at + n + 2 > sizeof out)
+      if (at + n + 2 > room)
         return; /* too long to rewrite safely: leave it alone */
       if (at > 0)
         out[at++] = ' ';
@@ -401,10 +410,13 @@ static void drop_from_preload(void)
       pre++;
   }
   out[at] = '\0';
-  if (at == 0)
-    unsetenv("LD_PRELOAD");
-  else
-    setenv("LD_PRELOAD", out, 1);
+  if (at == 0) {
+    for (; *entry != NULL; entry++)
+      entry[0] = entry[1];
+  } else {
+    memcpy(kept_preload, "LD_PRELOAD=", 11);
+    *entry = kept_preload;
+  }
 }
 
 void culpert__init(void)

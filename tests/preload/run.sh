@@ -615,6 +615,19 @@ no_children)
   [ -f "n.$ex.pb.gz" ] && fail "the exec'd child was profiled"
   # only libculpert left LD_PRELOAD: the other library is still there
   expect_line "$out" '^preload_in_exec /nonexistent/libother\.so$' "the exec'd child's LD_PRELOAD"
+  # bash as the first process: its setenv and unsetenv, called before its
+  # main, would be undone when it imports the environment, so libculpert
+  # must leave its programs out all the same.
+  rm -f b.pb.gz*
+  CULPERT_NO_CHILDREN=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/b.pb.gz" \
+    run_pre bash -c "\"\$BIN/wl_basic\" >wl_out; echo \"[\$LD_PRELOAD]\"" >out 2>err ||
+    fail "bash -c under CULPERT_NO_CHILDREN failed: $(cat err)"
+  expect_line "$(cat out)" '^\[\]$' "bash's LD_PRELOAD"
+  expect_line "$(cat wl_out)" '^active=0$' "the program bash ran"
+  [ -f b.pb.gz ] || fail "under bash, no b.pb.gz: $(ls)"
+  # (bash's fork child writes b.pb.gz.PID before its exec: fork children
+  # are still profiled, but not wl_basic)
+  for f in b.pb.gz*; do expect_totals "$f" handle_request/parse "0 0 0 0 0"; done
   # The first process writes its file even when it sampled nothing and
   # execs a program that is not profiled (CULPERT_NO_CHILDREN, or an
   # environment without libculpert): nothing after it writes the name.
