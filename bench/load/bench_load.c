@@ -262,7 +262,7 @@ static int best_of(int n, char *const argv[], const char *const env[], double *s
 int main(int argc, char **argv)
 {
   if (argc < 2) {
-    fprintf(stderr, "usage: bench_load CULPERT [SAMPLES [STACKS]]\n");
+    fprintf(stderr, "usage: bench_load CULPERT [SAMPLES [STACKS [KEEP]]]\n");
     return 2;
   }
   char *culpert = argv[1];
