@@ -129,8 +129,10 @@ int culpert__cmd_upload(int argc, char **argv)
       culpert__error("%s", err);
       goto out;
     }
-    if (asprintf(&merged_name, "%s%s (%zu profiles merged)", file, argc - optind > 1 ? " ..." : "",
-                 merged.nfiles) < 0) {
+    const char *more = argc - optind > 1 ? " ..." : "";
+    if ((merged.nfiles == 1 ? asprintf(&merged_name, "%s%s (1 profile)", file, more)
+                            : asprintf(&merged_name, "%s%s (%zu profiles merged)", file, more,
+                                       merged.nfiles)) < 0) {
       merged_name = NULL;
       culpert__error("out of memory");
       goto out;

@@ -245,6 +245,10 @@ cmp -s pulled.pb.gz ab.pb.gz || fail "the uploaded directory is not the merge of
 "$culpert" upload --endpoint arch --commit-sha abc1235 --branch main a.pb.gz b.pb.gz >/dev/null 2>err ||
   fail "upload of two files: $(cat err)"
 has err "uploaded a.pb.gz ... (2 profiles merged) as commit abc1235" || fail "upload of two files: $(cat err)"
+mkdir one && cp a.pb.gz one/
+"$culpert" upload --endpoint arch --commit-sha abc1237 --branch main one >/dev/null 2>err ||
+  fail "upload of a directory of one profile: $(cat err)"
+has err "uploaded one (1 profile) as commit abc1237" || fail "upload of a directory of one profile: $(cat err)"
 "$culpert" upload --endpoint arch --commit-sha abc1236 --branch main a.pb.gz c.pb.gz >/dev/null 2>err
 [ $? -eq 2 ] && has err "sample rates differ" || fail "upload of different rates: $(cat err)"
 [ ! -e arch/default/abc1236.pb.gz ] && ! ls -R arch | grep -q abc1236 || fail "a refused upload stored something"
