@@ -1176,20 +1176,26 @@ rewrite_consistency)
   # live table once broke both (12 of 49 rewrites, and every peak file).
   # Each rewrite's profile and peak file hold the same samples (each once
   # took a copy of its own, a few samples apart).
+  # Paced by the rewrites, not by the clock: on a busy machine a rewrite of
+  # 30 000 samples can take longer than the pause between signals, and
+  # signals that come while one is written make one rewrite. The growth
+  # ends (SIGUSR1) once 25 pairs are written, or after 30 s.
   CULPERT_SNAPSHOT_SIGNAL=USR2 CULPERT_PEAK=1 CULPERT_SAMPLE_RATE=0 CULPERT_STACK=fp \
     CULPERT_OUTPUT="$work/g.pb.gz" env LD_PRELOAD="$LIB" \
-    "$BIN/wl_threads" --grow 2500 >out 2>err &
+    "$BIN/wl_threads" --grow 30000 >out 2>err &
   prog=$!
   mkdir copies
   # the first USR2 only once the library's handler is in place
   for _ in $(seq 100); do grep -q '^growing$' out && break; sleep 0.1; done
   grep -q '^growing$' out || fail "wl_threads --grow did not start in 10 s"
-  for i in $(seq 60); do
+  for i in $(seq 200); do
     kill -s USR2 "$prog" 2>/dev/null || break
     sleep 0.05
     cp g.pb.gz "copies/now.$i.pb.gz" 2>/dev/null
     cp g.peak.pb.gz "copies/peak.$i.pb.gz" 2>/dev/null
+    [ "$(grep -c 'wrote in-use-at-peak profile to' err)" -ge 25 ] && break
   done
+  kill -s USR1 "$prog" 2>/dev/null
   wait "$prog" || fail "wl_threads --grow failed: $(cat out err)"
   cp g.pb.gz copies/now.exit.pb.gz
   cp g.peak.pb.gz copies/peak.exit.pb.gz

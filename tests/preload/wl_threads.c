@@ -13,9 +13,11 @@
  * milliseconds that allocate 48-byte blocks, never freed, from 4096
  * different stacks (new buckets at first, old ones after), 1024 at a time
  * with a 5 ms pause, so that profiles rewritten meanwhile race with their
- * samples; it prints "growing" when they have started.
+ * samples; it prints "growing" when they have started. A SIGUSR1 ends the
+ * growth before MS.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -77,6 +79,13 @@ static void *spinner(void *arg)
 }
 
 static atomic_int growing;
+static volatile sig_atomic_t stop_growing;
+
+static void end_growth(int sig)
+{
+  (void)sig;
+  stop_growing = 1;
+}
 
 /* A 48-byte block allocated DEPTH levels down, each set bit of PATH
  * adding a frame of lvl1 above its level's lvl0: 2^DEPTH stacks. */
@@ -156,6 +165,7 @@ int main(int argc, char **argv)
   }
   if (argc == 3 && strcmp(argv[1], "--grow") == 0) {
     pthread_t g[SPINNERS];
+    signal(SIGUSR1, end_growth);
     atomic_store(&growing, 1);
     for (int i = 0; i < SPINNERS; i++)
       if (pthread_create(&g[i], NULL, grower, (void *)(uintptr_t)i) != 0)
@@ -171,7 +181,7 @@ int main(int argc, char **argv)
       end.tv_sec++;
       end.tv_nsec -= 1000000000L;
     }
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &end, NULL) != 0)
+    while (!stop_growing && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &end, NULL) != 0)
       ;
     atomic_store(&growing, 0);
     for (int i = 0; i < SPINNERS; i++)
