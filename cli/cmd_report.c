@@ -37,7 +37,7 @@ static const char *const default_skips[] = {
     "pvalloc|malloc_usable_size)$",
     "^__libc_(malloc|calloc|realloc|memalign|valloc|pvalloc)$",
     "^(__)?(strdup|strndup|wcsdup)$",
-    "^operator new",
+    "(^|::)operator new", /* also a class's own: icu::UMemory::operator new(unsigned long) */
     "^_Zn[wa]",
     "::(_M_)?allocate(\\(|$)",
     "^__rust_(alloc|alloc_zeroed|realloc)$",
@@ -58,6 +58,21 @@ static const char *const default_skips[] = {
     "^_PyMem_(Raw|Debug)(Malloc|Calloc|Realloc)$",
     "^Perl_safesys(malloc|calloc|realloc)$",
     "^ruby_x(malloc|malloc2|calloc|realloc|realloc2)$",
+    /* and of widely used servers and the libraries they share: Redis (and
+     * its forks, whose zmalloc.c this is; zlib's zcalloc too), nginx and its
+     * pools, PostgreSQL's memory contexts (backend) and pg_malloc family
+     * (client programs), libevent (memcached, tmux). */
+    "^z(try)?(malloc|calloc|realloc)(_usable|_num|_no_tcache)?(_internal)?$",
+    "^zstrdup$",
+    "^ngx_(alloc|calloc|memalign|palloc|pnalloc|pcalloc|pmemalign|palloc_small|palloc_block|"
+    "palloc_large)$",
+    "^(palloc|palloc0|palloc_extended|palloc_aligned|repalloc|repalloc_extended|repalloc_huge|"
+    "pstrdup|pnstrdup)$",
+    "^MemoryContext(Alloc|AllocZero|AllocZeroAligned|AllocExtended|AllocHuge|AllocAligned|"
+    "Strdup)$",
+    "^(AllocSet|Generation|Slab|Bump)(Alloc|AllocLarge|AllocFromNewBlock|Realloc)$",
+    "^pg_(malloc|malloc0|malloc_extended|realloc|strdup)$",
+    "^event_mm_(malloc|calloc|realloc|strdup)_$",
 };
 #define NDEFAULT_SKIPS (sizeof default_skips / sizeof default_skips[0])
 
