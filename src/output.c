@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -203,6 +204,18 @@ static void find_exe_name(void)
   if (culpert__main_exe_path(path, sizeof path) == 0) {
     const char *slash = strrchr(path, '/');
     base = slash ? slash + 1 : path;
+    /* Started through a link to this very file (a program of many names:
+     * redis-server is a link to redis-check-rdb, sh may be busybox): the
+     * name it was started by, as ps shows it. A script's name leads to
+     * another file, and keeps its interpreter's. */
+    const char *fn = (const char *)getauxval(AT_EXECFN);
+    struct stat started, file;
+    if (getauxval(AT_BASE) != 0 && fn != NULL && stat(fn, &started) == 0 &&
+        stat(path, &file) == 0 && started.st_dev == file.st_dev && started.st_ino == file.st_ino) {
+      slash = strrchr(fn, '/');
+      if (slash == NULL || slash[1] != '\0')
+        base = slash ? slash + 1 : fn;
+    }
   }
   if (base == NULL || *base == '\0')
     base = "unknown";

@@ -893,6 +893,15 @@ quiet_and_names)
   CULPERT_QUIET=1 CULPERT_OUTPUT="$work/q-%e.pb.gz" run_pre "$BIN/wl_basic" >out 2>err
   [ -s err ] && fail "CULPERT_QUIET=1 still wrote: $(cat err)"
   [ -f q-wl_basic.pb.gz ] || fail "%e not expanded: $(ls)"
+  # started through a link to it: the link's name, as ps shows it; a
+  # script keeps its interpreter's name
+  ln -s "$BIN/wl_basic" other-name
+  CULPERT_QUIET=1 CULPERT_OUTPUT="$work/q-%e.pb.gz" run_pre ./other-name >out 2>err
+  [ -f q-other-name.pb.gz ] || fail "%e of a program started through a link: $(ls q-*)"
+  printf '#!/bin/sh\nexit 0\n' >script-name && chmod +x script-name
+  CULPERT_QUIET=1 CULPERT_OUTPUT="$work/s-%e.pb.gz" run_pre ./script-name >out 2>err
+  [ -f s-dash.pb.gz ] || [ -f s-sh.pb.gz ] || [ -f s-bash.pb.gz ] ||
+    fail "%e of a script is not its interpreter's: $(ls s-*)"
   # a relative name is anchored at the start-up directory, not where the
   # program happens to be at exit
   rm -f culpert.wl_basic.*.pb.gz
