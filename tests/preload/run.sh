@@ -477,6 +477,27 @@ teardown_frees)
   [ "$(inuse q.pb.gz lib_cache)" = "1 50000" ] || fail "quick_exit: lib_cache: $(inuse q.pb.gz lib_cache)"
   expect_totals q.pb.gz kept "1 7000 1 7000 1"
   ;;
+own_env)
+  # A program with getenv and setenv of its own, as bash has (over a table
+  # of variables main fills; before that, getenv reads environ unless
+  # setenv has made the table). culpert's setenv of CULPERT_ROOT_PID made
+  # that table before culpert read its settings, so it read none: the
+  # profile went to culpert.wl_own_env.PID.pb.gz at the default rate (a
+  # bash under 'culpert run -o FILE' wrote no FILE). What culpert sets
+  # still goes through the program's setenv, for its commands to inherit.
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/e.%p.pb.gz" run_pre "$BIN/wl_own_env" 2>err) ||
+    fail "wl_own_env failed: $(cat err)"
+  pid=$(printf '%s\n' "$out" | awk '$1 == "pid" {print $2}')
+  expect_line "$out" "^pid $pid root $pid\$" "CULPERT_ROOT_PID in the program's own table"
+  ls culpert.wl_own_env.*.pb.gz >/dev/null 2>&1 && fail "the profile went to the default name: $(ls)"
+  if [ -z "$pid" ] || [ ! -f "e.$pid.pb.gz" ]; then
+    fail "no profile at CULPERT_OUTPUT (e.$pid.pb.gz): $(ls)"
+  else
+    expect_line "$(profile "e.$pid.pb.gz")" '^comment culpert.rate=0$' "CULPERT_SAMPLE_RATE read"
+    expect_line "$(profile "e.$pid.pb.gz")" '^sample 5 15000 5 15000 5 span=- frames=main;' \
+      "main's five blocks, every allocation recorded"
+  fi
+  ;;
 python_exit)
   # Python's multiprocessing workers (fork start method) end with os._exit,
   # and so does this program: every process writes its own profile, once.
