@@ -73,6 +73,10 @@ static const char *const default_skips[] = {
     "^(AllocSet|Generation|Slab|Bump)(Alloc|AllocLarge|AllocFromNewBlock|Realloc)$",
     "^pg_(malloc|malloc0|malloc_extended|realloc|strdup)$",
     "^event_mm_(malloc|calloc|realloc|strdup)_$",
+    /* the JVM's native heap (HotSpot): every C-heap allocation of the VM
+     * goes through os::malloc, most of them through AllocateHeap first */
+    "^os::(malloc|realloc|strdup|strdup_check_oom)\\(",
+    "^(AllocateHeap|ReallocateHeap)\\(",
 };
 #define NDEFAULT_SKIPS (sizeof default_skips / sizeof default_skips[0])
 
