@@ -417,8 +417,10 @@ static long number_at(const char *s, size_t max_digits, const char **end)
 }
 
 /* name is "<base>.<pid>", "<base>.exec<N>" (PROGRAM's own pid, `own`) or
- * "<base>.<pid>.exec<N>": the pid (at most 10 digits) and N in *seq (0
- * for none), else -1. */
+ * "<base>.<pid>.exec<N>", or, from a process that found "<base>.<pid>"
+ * taken by an earlier process with its pid, "<base>.<pid>.<K>" or
+ * "<base>.<pid>.<K>.exec<N>": the pid (at most 10 digits) and N in *seq
+ * (0 for none), else -1. */
 static long pid_suffix(const char *name, const char *base, long own, unsigned *seq)
 {
   size_t n = strlen(base);
@@ -430,6 +432,8 @@ static long pid_suffix(const char *name, const char *base, long own, unsigned *s
   rest = name + n + 1;
   if (strncmp(rest, "exec", 4) != 0) {
     if ((pid = number_at(rest, 10, &rest)) < 0)
+      return -1;
+    if (*rest == '.' && rest[1] >= '0' && rest[1] <= '9' && number_at(rest + 1, 3, &rest) < 0)
       return -1;
     if (*rest == '\0')
       return pid;

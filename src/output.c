@@ -114,6 +114,13 @@ static char exe_name[256];
  * there, so a program that changes directory (daemons chdir to /) still
  * writes where it was started. */
 static char start_dir[CULPERT__PATH_MAX];
+/* The name a process below the first one writes under, once chosen
+ * (own_name; a fork child chooses again). */
+static char own_path[2 * CULPERT__PATH_MAX];
+/* When this process began (process_start_nanos), taken at start-up and by
+ * a fork child: the copies that write for it at a signal or at _exit are
+ * processes of their own. */
+static int64_t proc_start;
 
 /* The file on stderr when culpert started: messages go there only while
  * fd 2 is still that file. A program that closed its stderr may have
@@ -207,11 +214,14 @@ static void find_exe_name(void)
     /* Started through a link to this very file (a program of many names:
      * redis-server is a link to redis-check-rdb, sh may be busybox): the
      * name it was started by, as ps shows it. A script's name leads to
-     * another file, and keeps its interpreter's. */
+     * another file, and keeps its interpreter's; so do /proc/self/exe and
+     * /dev/fd/N (a program that execs itself again, fexecve), links of
+     * the kernel's whose names say nothing. */
     const char *fn = (const char *)getauxval(AT_EXECFN);
     struct stat started, file;
-    if (getauxval(AT_BASE) != 0 && fn != NULL && stat(fn, &started) == 0 &&
-        stat(path, &file) == 0 && started.st_dev == file.st_dev && started.st_ino == file.st_ino) {
+    if (getauxval(AT_BASE) != 0 && fn != NULL && strncmp(fn, "/proc/", 6) != 0 &&
+        strncmp(fn, "/dev/fd/", 8) != 0 && stat(fn, &started) == 0 && stat(path, &file) == 0 &&
+        started.st_dev == file.st_dev && started.st_ino == file.st_ino) {
       slash = strrchr(fn, '/');
       if (slash == NULL || slash[1] != '\0')
         base = slash ? slash + 1 : fn;
@@ -237,6 +247,7 @@ static atomic_int writer_pid;
 static atomic_int immediate_exit_entered; /* _exit's write has begun */
 
 static void interval_start(void);
+static int64_t process_start_nanos(void);
 static void catch_ending_signals(void);
 static void catch_snapshot_signal(void);
 /* CULPERT_WRITE_ON_SIGNAL (below): the first signal caught (0 = none) and
@@ -319,6 +330,8 @@ static void fork_child(void)
   if (culpert__loader_lock_held())
     culpert__loader_set_usable(0);
   reinit_locks();
+  own_path[0] = '\0'; /* another pid, another name */
+  proc_start = process_start_nanos();
   culpert__tls.fork_write = 0;
   culpert__live_reset();
   culpert__record_reset();
@@ -453,6 +466,7 @@ void culpert__init(void)
   }
   culpert__sampler_setup(culpert__cfg.rate, seed);
   start_nanos = now_nanos();
+  proc_start = process_start_nanos();
   find_exe_name();
   if (getcwd(start_dir, sizeof start_dir) == NULL)
     start_dir[0] = '\0';
@@ -895,6 +909,73 @@ int culpert__output_write_file(const char *path)
   return rc;
 }
 
+/* When this process began, in CLOCK_REALTIME nanoseconds, from its start
+ * in clock ticks since boot (/proc/self/stat, which an exec keeps), so
+ * every image of the process agrees on it; 0 when unknown. */
+static int64_t process_start_nanos(void)
+{
+  char buf[1024];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  ssize_t len = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (len <= 0)
+    return 0;
+  buf[len] = '\0';
+  /* the fields after the command name, whose ")" is the last one */
+  const char *f = strrchr(buf, ')');
+  for (int field = 2; f != NULL && field < 22; field++)
+    f = strchr(f + 1, ' ');
+  long hz = sysconf(_SC_CLK_TCK);
+  struct timespec boot, real;
+  if (f == NULL || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0 ||
+      clock_gettime(CLOCK_REALTIME, &real) != 0)
+    return 0;
+  unsigned long long ticks = strtoull(f + 1, NULL, 10);
+  int64_t since_boot = (int64_t)(ticks / (unsigned long long)hz) * 1000000000 +
+                       (int64_t)(ticks % (unsigned long long)hz) * (1000000000 / hz);
+  int64_t boot_now = (int64_t)boot.tv_sec * 1000000000 + boot.tv_nsec;
+  return (int64_t)real.tv_sec * 1000000000 + real.tv_nsec - (boot_now - since_boot);
+}
+
+/* A process below the first one (`path` its usual name, which holds its
+ * pid) never writes over a file of another process that had the same pid
+ * before it (pids are reused, and processes in other pid namespaces have
+ * the same ones): a file there older than this process is another's, and
+ * this one takes "<path>.2" (or .3, ...) instead. A file there younger is
+ * this process's own, from an image before an exec. File times come from
+ * a coarse clock and the start from clock ticks: 20 ms of slack. */
+static int own_name(char *path, size_t n)
+{
+  if (own_path[0] != '\0') {
+    if (strlen(own_path) >= n)
+      return -ENAMETOOLONG;
+    strcpy(path, own_path);
+    return 0;
+  }
+  if (proc_start == 0)
+    return 0; /* no telling whose a file is: write over it, as before */
+  int64_t start = proc_start - 20000000;
+  size_t len = strlen(path);
+  for (unsigned k = 1; k < 1000; k++) {
+    struct stat st;
+    if (k > 1) {
+      int w = snprintf(path + len, n - len, ".%u", k);
+      if (w < 0 || (size_t)w >= n - len)
+        return -ENAMETOOLONG;
+    }
+    if (stat(path, &st) != 0 ||
+        (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec >= start) {
+      if (strlen(path) < sizeof own_path)
+        strcpy(own_path, path);
+      return 0;
+    }
+  }
+  path[len] = '\0';
+  return 0; /* a thousand others: write over the first, as before */
+}
+
 /* The exit profile's path: CULPERT_OUTPUT expanded, relative names
  * anchored at the start-up directory. A child writes beside its parent's
  * file, unless that is a character device (CULPERT_OUTPUT=/dev/null):
@@ -913,8 +994,11 @@ static int exit_path(char *path, size_t n)
   }
   struct stat st;
   int rc = culpert__config_output_path(tmpl, pid, exe_name, 0, path + at, n - at);
-  if (rc == 0 && is_child && !(stat(path, &st) == 0 && S_ISCHR(st.st_mode)))
+  if (rc == 0 && is_child && !(stat(path, &st) == 0 && S_ISCHR(st.st_mode))) {
     rc = culpert__config_output_path(tmpl, pid, exe_name, 1, path + at, n - at);
+    if (rc == 0)
+      rc = own_name(path, n);
+  }
   return rc;
 }
 

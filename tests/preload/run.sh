@@ -624,7 +624,34 @@ exec_child)
   ex=$(printf '%s\n' "$out" | awk '$1=="exec"&&$2!="status"{print $2}')
   expect_totals fixed.pb.gz parent_work "10 10000 10 10000 10"
   expect_totals "fixed.pb.gz.$ex" exec_child "7 4900 7 4900 7"
+  # it exec'd /proc/self/exe, a link whose name says nothing: still wl_fork
+  expect_line "$(profile "fixed.pb.gz.$ex")" '^comment culpert.exe=wl_fork$' \
+    "the name of a program that exec'd /proc/self/exe"
   [ "$(ls fixed.pb.gz* | wc -l)" -eq 4 ] || fail "want 4 files: $(ls)"
+  ;;
+pid_reused)
+  # A process below the first one whose name (FILE.<pid>) is taken by an
+  # older file, an earlier process's with the same pid, writes FILE.<pid>.2
+  # instead, and so does the program it execs (the same process); the
+  # older file stays as it was. Before, it was written over.
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/r.pb.gz" \
+    run_pre "$BIN/wl_fork" --stale "$work/r.pb.gz" 2>err) || fail "wl_fork --stale failed: $(cat err)"
+  child=$(printf '%s\n' "$out" | awk '$1 == "stale" && $4 == 0 {print $2}')
+  if [ -z "$child" ]; then
+    fail "the child did not exit 0: $out $(cat err)"
+  else
+    [ "$(cat "r.pb.gz.$child")" = stale ] || fail "the earlier process's r.pb.gz.$child was written over"
+    expect_totals "r.pb.gz.$child.2.exec1" child_work "5 15000 5 15000 5"
+    expect_totals "r.pb.gz.$child.2" exec_child "7 4900 7 4900 7"
+  fi
+  # culpert run lists them with the run's other files; the older one not
+  env -u CULPERT_QUIET "$BUILD_DIR/cli/culpert" run --rate 0 --no-report -o "$work/q.pb.gz" -- \
+    "$BIN/wl_fork" --stale "$work/q.pb.gz" >out 2>err || fail "culpert run wl_fork --stale: $(cat err)"
+  child=$(awk '$1 == "stale" && $4 == 0 {print $2}' out)
+  has_line() { grep -q -- "$1" err || fail "$2: $(cat err)"; }
+  has_line "^culpert: other processes of this run wrote profiles of their own (2):" "the run's list"
+  has_line "(pid $child, before exec 1) .* $work/q\.pb\.gz\.$child\.2\.exec1\$" "the image before the exec"
+  has_line "(pid $child) .* $work/q\.pb\.gz\.$child\.2\$" "the exec'd image"
   ;;
 no_children)
   # CULPERT_NO_CHILDREN=1: fork children are profiled, exec'd ones are not

@@ -45,7 +45,13 @@
  * wl_fork --in-loader: the same, forked from inside a dl_iterate_phdr
  * callback (the loader's lock held by the forking thread itself). Prints
  * "in_loader PID status N".
+ *
+ * wl_fork --stale PREFIX: a fork child first leaves "stale" in
+ * PREFIX.<its pid>, dated an hour back (the file of an earlier process
+ * that had its pid), then does child_work and execs itself as
+ * --exec-child. Prints "stale PID status N".
  */
+#include <sys/time.h>
 #include <link.h>
 #include <poll.h>
 #include <pthread.h>
@@ -281,6 +287,30 @@ static int fork_while_loader_busy(void)
   return 0;
 }
 
+static int stale_name(const char *prefix)
+{
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    char name[4096];
+    snprintf(name, sizeof name, "%s.%d", prefix, (int)getpid());
+    FILE *f = fopen(name, "w");
+    if (f == NULL || fputs("stale\n", f) < 0 || fclose(f) != 0)
+      _exit(2);
+    struct timeval old[2];
+    gettimeofday(&old[0], NULL);
+    old[0].tv_sec -= 3600;
+    old[1] = old[0];
+    if (utimes(name, old) != 0)
+      _exit(3);
+    child_work();
+    execl("/proc/self/exe", "wl_fork", "--exec-child", (char *)NULL);
+    _exit(127);
+  }
+  report("stale", pid);
+  return 0;
+}
+
 static int fork_here(struct dl_phdr_info *info, size_t size, void *data)
 {
   (void)info;
@@ -317,6 +347,8 @@ int main(int argc, char **argv)
     return fork_during_snapshots(atoi(argv[2]));
   if (argc > 1 && strcmp(argv[1], "--loader-busy") == 0)
     return fork_while_loader_busy();
+  if (argc > 2 && strcmp(argv[1], "--stale") == 0)
+    return stale_name(argv[2]);
   if (argc > 1 && strcmp(argv[1], "--in-loader") == 0)
     return dl_iterate_phdr(fork_here, NULL) == 1 ? 0 : 1;
 
