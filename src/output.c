@@ -9,6 +9,7 @@
  * partial profile. Never crashes the host: a failure to write is reported
  * on stderr and the program carries on.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -351,6 +352,23 @@ static void fork_child(void)
 
 /* ---------------------------------------------------------------- start-up */
 
+/* Set `name` in the C library's environment, never through a setenv the
+ * program defines: bash's, called before its main, makes the table its
+ * getenv answers from from then on, empty but for `name`, so every
+ * constructor until main (another preloaded library's, reading its
+ * settings) found no environment. The C library's changes environ, and
+ * main is handed environ as it is then: bash's main fills its table from
+ * it, and passes `name` on to its commands. */
+static void libc_setenv(const char *name, const char *value)
+{
+  int (*set)(const char *, const char *, int) = NULL;
+  void *sym = dlsym(RTLD_NEXT, "setenv");
+  memcpy(&set, &sym, sizeof set); /* ISO C has no object-to-function cast */
+  if (set == NULL)
+    set = setenv;
+  set(name, value, 1);
+}
+
 /* The first process that loads culpert marks the environment with its
  * pid; a process that finds another pid there was started below it. With
  * CULPERT_OUTPUT inherited, such a process must not overwrite the first
@@ -369,7 +387,7 @@ static void mark_root(void)
   if (root != NULL && root[0] != '\0' && !pid_like)
     culpert__say_fd(STDERR_FILENO, "CULPERT_ROOT_PID=%s is not a process id; ignoring it", root);
   if (!pid_like)
-    setenv("CULPERT_ROOT_PID", num, 1);
+    libc_setenv("CULPERT_ROOT_PID", num);
   else if (strcmp(root, num) != 0)
     is_child = 1;
 }

@@ -485,10 +485,15 @@ own_env)
   # profile went to culpert.wl_own_env.PID.pb.gz at the default rate (a
   # bash under 'culpert run -o FILE' wrote no FILE). What culpert sets
   # still goes through the program's setenv, for its commands to inherit.
-  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/e.%p.pb.gz" run_pre "$BIN/wl_own_env" 2>err) ||
-    fail "wl_own_env failed: $(cat err)"
+  # culpert sets CULPERT_ROOT_PID with the C library's setenv, not the
+  # program's, which made its table early and left every constructor before
+  # main without an environment (WL_OWN_ENV_PROBE unread); main gets it in
+  # its envp all the same.
+  out=$(WL_OWN_ENV_PROBE=set CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/e.%p.pb.gz" \
+    run_pre "$BIN/wl_own_env" 2>err) || fail "wl_own_env failed: $(cat err)"
   pid=$(printf '%s\n' "$out" | awk '$1 == "pid" {print $2}')
   expect_line "$out" "^pid $pid root $pid\$" "CULPERT_ROOT_PID in the program's own table"
+  expect_line "$out" '^before_main set$' "the environment before main"
   ls culpert.wl_own_env.*.pb.gz >/dev/null 2>&1 && fail "the profile went to the default name: $(ls)"
   if [ -z "$pid" ] || [ ! -f "e.$pid.pb.gz" ]; then
     fail "no profile at CULPERT_OUTPUT (e.$pid.pb.gz): $(ls)"

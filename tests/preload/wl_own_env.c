@@ -80,6 +80,14 @@ int unsetenv(const char *name)
   return 0;
 }
 
+/* Runs after every library's constructor, libculpert's too, and before
+ * main: what another library's constructor would read. */
+static const char *probe;
+__attribute__((constructor)) static void before_main(void)
+{
+  probe = getenv("WL_OWN_ENV_PROBE");
+}
+
 int main(int argc, char **argv, char **envp)
 {
   (void)argc;
@@ -99,5 +107,6 @@ int main(int argc, char **argv, char **envp)
   }
   const char *root = getenv("CULPERT_ROOT_PID");
   printf("pid %ld root %s\n", (long)getpid(), root ? root : "(none)");
+  printf("before_main %s\n", probe ? probe : "(none)");
   return 0;
 }
