@@ -549,8 +549,11 @@ out:
 
 /* ---- callsites ---------------------------------------------------------- */
 
-#define NO_STACK_LABEL       "(no stack)"
-#define MACHINERY_ONLY_LABEL "(allocation machinery only)"
+#define NO_STACK_LABEL "(no stack)"
+/* A stack whose frames are all machinery ends inside it (a walk that
+ * stopped there: frame pointers through code built without them, or the
+ * depth limit): named by the frame it ends at. */
+#define MACHINERY_ONLY_FORMAT "(stack ends at %s)"
 
 /* A Rust primitive type, t[0..n): str, bool, char, the integers and floats,
  * or a slice or array ([u8], [T; 4], [_]). Only the standard library gives
@@ -631,12 +634,13 @@ static char *callsite_label(const struct culpert__frame *fr)
 static int callsites(FILE *f, const struct culpert__profile *p, const struct opts *o)
 {
   signed char *machinery = NULL; /* per frame: -1 unknown, 0 no, 1 yes */
-  int64_t *fbytes = NULL, *fsamples = NULL;
-  bool *fused = NULL;
+  /* per frame: as the callsite, and as the end of a machinery-only stack */
+  int64_t *fbytes = NULL, *fsamples = NULL, *ebytes = NULL, *esamples = NULL;
+  bool *fused = NULL, *eused = NULL;
   struct row *rows = NULL;
   size_t nrows = 0;
-  int64_t nostack_b = 0, nostack_s = 0, mach_b = 0, mach_s = 0, whole = 0, whole_s = 0;
-  bool any = false, any_nostack = false, any_mach = false;
+  int64_t nostack_b = 0, nostack_s = 0, whole = 0, whole_s = 0;
+  bool any = false, any_nostack = false;
   int rc = 0;
 
   size_t nf = p->nframes ? p->nframes : 1;
@@ -644,7 +648,10 @@ static int callsites(FILE *f, const struct culpert__profile *p, const struct opt
   fbytes = calloc(nf, sizeof *fbytes);
   fsamples = calloc(nf, sizeof *fsamples);
   fused = calloc(nf, sizeof *fused);
-  if (!machinery || !fbytes || !fsamples || !fused) {
+  ebytes = calloc(nf, sizeof *ebytes);
+  esamples = calloc(nf, sizeof *esamples);
+  eused = calloc(nf, sizeof *eused);
+  if (!machinery || !fbytes || !fsamples || !fused || !ebytes || !esamples || !eused) {
     rc = -ENOMEM;
     goto out;
   }
@@ -673,9 +680,10 @@ static int callsites(FILE *f, const struct culpert__profile *p, const struct opt
         break;
     }
     if (k == s->nframes) {
-      mach_b = add_sat(mach_b, bytes);
-      mach_s = add_sat(mach_s, s->samples);
-      any_mach = true;
+      uint32_t end = s->frames[s->nframes - 1];
+      ebytes[end] = add_sat(ebytes[end], bytes);
+      esamples[end] = add_sat(esamples[end], s->samples);
+      eused[end] = true;
       continue;
     }
     uint32_t fi = s->frames[k];
@@ -699,9 +707,9 @@ static int callsites(FILE *f, const struct culpert__profile *p, const struct opt
     goto out;
   }
 
-  size_t ncand = (size_t)any_nostack + (size_t)any_mach;
+  size_t ncand = (size_t)any_nostack;
   for (size_t i = 0; i < p->nframes; i++)
-    ncand += fused[i];
+    ncand += (size_t)fused[i] + (size_t)eused[i];
   rows = calloc(ncand ? ncand : 1, sizeof *rows);
   if (!rows) {
     rc = -ENOMEM;
@@ -725,8 +733,17 @@ static int callsites(FILE *f, const struct culpert__profile *p, const struct opt
   }
   if (any_nostack)
     rows[nrows++] = (struct row){.name = NO_STACK_LABEL, .bytes = nostack_b, .samples = nostack_s};
-  if (any_mach)
-    rows[nrows++] = (struct row){.name = MACHINERY_ONLY_LABEL, .bytes = mach_b, .samples = mach_s};
+  for (size_t i = 0; i < p->nframes; i++) {
+    char *label;
+    if (!eused[i])
+      continue;
+    if (asprintf(&label, MACHINERY_ONLY_FORMAT, p->frames[i].function) < 0) {
+      rc = -ENOMEM;
+      goto out;
+    }
+    rows[nrows++] =
+        (struct row){.name = label, .owned = label, .bytes = ebytes[i], .samples = esamples[i]};
+  }
   nrows = merge_rows(rows, nrows);
 
 json:
@@ -778,6 +795,9 @@ out:
   free(fbytes);
   free(fsamples);
   free(fused);
+  free(ebytes);
+  free(esamples);
+  free(eused);
   return rc;
 }
 
