@@ -957,9 +957,23 @@ static int64_t process_start_nanos(void)
   return (int64_t)real.tv_sec * 1000000000 + real.tv_nsec - (boot_now - since_boot);
 }
 
-/* A process below the first one (`path` its usual name, which holds its
- * pid) never writes over a file of another process that had the same pid
- * before it (pids are reused, and processes in other pid namespaces have
+/* Whether CULPERT_OUTPUT's template (NULL: the default) has a %p. */
+static int template_has_pid(const char *tmpl)
+{
+  if (tmpl == NULL)
+    return 1;
+  for (const char *c = tmpl; c[0] != '\0'; c++)
+    if (c[0] == '%' && (c[1] == 'p' || c[1] == '%')) {
+      if (c[1] == 'p')
+        return 1;
+      c++;
+    }
+  return 0;
+}
+
+/* A process below the first one, or the first one when its name holds
+ * its pid (%p), never writes over a file of another process that had the
+ * same pid before it (pids are reused, and processes in other pid namespaces have
  * the same ones): a file there older than this process is another's, and
  * this one takes "<path>.2" (or .3, ...) instead. A file there younger is
  * this process's own, from an image before an exec. File times come from
@@ -1012,11 +1026,14 @@ static int exit_path(char *path, size_t n)
   }
   struct stat st;
   int rc = culpert__config_output_path(tmpl, pid, exe_name, 0, path + at, n - at);
-  if (rc == 0 && is_child && !(stat(path, &st) == 0 && S_ISCHR(st.st_mode))) {
+  if (rc != 0 || (stat(path, &st) == 0 && S_ISCHR(st.st_mode)))
+    return rc;
+  if (is_child)
     rc = culpert__config_output_path(tmpl, pid, exe_name, 1, path + at, n - at);
-    if (rc == 0)
-      rc = own_name(path, n);
-  }
+  /* A name with the pid in it is this process's alone, unless an earlier
+   * process had the pid; one without is the user's to reuse. */
+  if (rc == 0 && (is_child || template_has_pid(tmpl)))
+    rc = own_name(path, n);
   return rc;
 }
 

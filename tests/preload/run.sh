@@ -649,6 +649,21 @@ pid_reused)
     expect_totals "r.pb.gz.$child.2.exec1" child_work "5 15000 5 15000 5"
     expect_totals "r.pb.gz.$child.2" exec_child "7 4900 7 4900 7"
   fi
+  # The first process too, when its name holds its pid (%p): sh leaves an
+  # older file at its own pid's name, then becomes the program (an exec
+  # keeps the pid). A name without %p is the user's to reuse.
+  sh -c 'echo stale >"p.$$.pb.gz" && touch -d "1 hour ago" "p.$$.pb.gz" && echo "$$" >sh.pid &&
+    exec env LD_PRELOAD="$0" CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$1/p.%p.pb.gz" "$2"' \
+    "$LIB" "$work" "$BIN/wl_basic" >out 2>err || fail "wl_basic after sh failed: $(cat err)"
+  root=$(cat sh.pid)
+  [ "$(cat "p.$root.pb.gz")" = stale ] || fail "the first process wrote over the older p.$root.pb.gz"
+  [ -s "p.$root.pb.gz.2" ] && profile "p.$root.pb.gz.2" >/dev/null ||
+    fail "the first process did not write p.$root.pb.gz.2: $(ls p.*)"
+  echo stale >fixed.pb.gz && touch -d "1 hour ago" fixed.pb.gz
+  CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/fixed.pb.gz" run_pre "$BIN/wl_basic" >out 2>err ||
+    fail "wl_basic failed: $(cat err)"
+  [ "$(cat fixed.pb.gz)" = stale ] && fail "a name without %p was not reused"
+  [ -e fixed.pb.gz.2 ] && fail "a name without %p got a .2"
   # culpert run lists them with the run's other files; the older one not
   env -u CULPERT_QUIET "$BUILD_DIR/cli/culpert" run --rate 0 --no-report -o "$work/q.pb.gz" -- \
     "$BIN/wl_fork" --stale "$work/q.pb.gz" >out 2>err || fail "culpert run wl_fork --stale: $(cat err)"
