@@ -385,38 +385,27 @@ fork_threads)
   expect_line "$out" '^forks 800 snapshot 0$' "forks on eight threads, then a snapshot"
   [ $rc -eq 0 ] && profile snap.pb.gz >/dev/null
   ;;
-fork_loader_busy)
-  # A fork while another thread iterates the loader's list: glibc leaves
-  # the loader's write lock held in the child, which then waited for it at
-  # its first sample (the unwind cache misses on code the parent never
-  # sampled) until killed. The program itself never touches the loader there.
+fork_loader_busy | fork_in_loader)
+  # fork_loader_busy: a fork while another thread iterates the loader's
+  # list. glibc leaves the loader's write lock held in the child, which
+  # then waited for it at its first sample (the unwind cache misses on code
+  # the parent never sampled) until killed; the program itself never
+  # touches the loader there. fork_in_loader: a fork from inside a
+  # dl_iterate_phdr callback, the lock held under the forking thread's old
+  # id, for good: culpert finds it held and stays away from the loader (the
+  # child's stacks, its objects from the loader's r_debug list).
+  if [ "$case_name" = fork_loader_busy ]; then mode=--loader-busy tag=loader_busy; else mode=--in-loader tag=in_loader; fi
   out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/l.%p.pb.gz" \
-    timeout 60 env LD_PRELOAD="$LIB" "$BIN/wl_fork" --loader-busy 2>err)
+    timeout 60 env LD_PRELOAD="$LIB" "$BIN/wl_fork" "$mode" 2>err)
   rc=$?
-  [ $rc -eq 0 ] || fail "wl_fork --loader-busy exited $rc: $(cat err)"
-  child=$(printf '%s\n' "$out" | awk '$1 == "loader_busy" && $4 == 0 {print $2}')
+  [ $rc -eq 0 ] || fail "wl_fork $mode exited $rc: $(cat err)"
+  child=$(printf '%s\n' "$out" | awk -v tag="$tag" '$1 == tag && $4 == 0 {print $2}')
   if [ -z "$child" ]; then
-    fail "the child forked while the loader was busy did not exit 0 (-1: stuck, killed after 10 s): $out"
+    fail "the child of wl_fork $mode did not exit 0 (-1: stuck, killed after 10 s): $out"
   else
     expect_totals "l.$child.pb.gz" child_work "5 15000 5 15000 5"
-  fi
-  ;;
-fork_in_loader)
-  # A fork from inside a dl_iterate_phdr callback: the child inherits the
-  # loader's lock held under the forking thread's old id, held for good.
-  # culpert finds it held and stays away from the loader: the child's
-  # stacks and its profile (its objects from the loader's r_debug list).
-  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/f.%p.pb.gz" \
-    timeout 60 env LD_PRELOAD="$LIB" "$BIN/wl_fork" --in-loader 2>err)
-  rc=$?
-  [ $rc -eq 0 ] || fail "wl_fork --in-loader exited $rc: $(cat err)"
-  child=$(printf '%s\n' "$out" | awk '$1 == "in_loader" && $4 == 0 {print $2}')
-  if [ -z "$child" ]; then
-    fail "the child forked inside the loader did not exit 0 (-1: stuck, killed after 10 s): $out"
-  else
-    expect_totals "f.$child.pb.gz" child_work "5 15000 5 15000 5"
-    profile "f.$child.pb.gz" | grep -q 'fork_here' ||
-      fail "the child's stacks do not reach fork_here: $(profile "f.$child.pb.gz" | head -20)"
+    [ "$case_name" = fork_loader_busy ] || profile "l.$child.pb.gz" | grep -q 'fork_here' ||
+      fail "the child's stacks do not reach fork_here: $(profile "l.$child.pb.gz" | head -20)"
   fi
   ;;
 immediate_exit)
