@@ -352,21 +352,28 @@ static void fork_child(void)
 
 /* ---------------------------------------------------------------- start-up */
 
-/* Set `name` in the C library's environment, never through a setenv the
- * program defines: bash's, called before its main, makes the table its
- * getenv answers from from then on, empty but for `name`, so every
- * constructor until main (another preloaded library's, reading its
- * settings) found no environment. The C library's changes environ, and
- * main is handed environ as it is then: bash's main fills its table from
- * it, and passes `name` on to its commands. */
+/* Set `name` (or with value NULL, unset it) in the C library's
+ * environment, never through a setenv the program defines: bash's, called
+ * before its main, makes the table its getenv answers from from then on,
+ * empty but for `name`, so every constructor until main (another preloaded
+ * library's, reading its settings) found no environment, and main then
+ * undid what was set. The C library's change environ, and main is handed
+ * environ as it is then: bash's main fills its table from it, and passes
+ * it on to its commands. */
 static void libc_setenv(const char *name, const char *value)
 {
-  int (*set)(const char *, const char *, int) = NULL;
-  void *sym = dlsym(RTLD_NEXT, "setenv");
-  memcpy(&set, &sym, sizeof set); /* ISO C has no object-to-function cast */
-  if (set == NULL)
-    set = setenv;
-  set(name, value, 1);
+  void *sym = dlsym(RTLD_NEXT, value != NULL ? "setenv" : "unsetenv");
+  if (value != NULL) {
+    int (*set)(const char *, const char *, int) = setenv;
+    if (sym != NULL)
+      memcpy(&set, &sym, sizeof set); /* ISO C has no object-to-function cast */
+    set(name, value, 1);
+  } else {
+    int (*unset)(const char *) = unsetenv;
+    if (sym != NULL)
+      memcpy(&unset, &sym, sizeof unset);
+    unset(name);
+  }
 }
 
 /* The first process that loads culpert marks the environment with its
@@ -422,27 +429,19 @@ static int preload_has_us(const char *pre)
 static int preloaded;
 
 /* CULPERT_NO_CHILDREN=1: take libculpert out of LD_PRELOAD so that programs
- * this one execs run without it. The entry is changed in the environ array
- * itself (to a string of our own, or taken out), not through setenv and
- * unsetenv: a program may define those (bash's keep a table of their own
- * and, called before its main, are undone when main imports the
- * environment), and the array is also the envp its main was given. */
-static char kept_preload[sizeof "LD_PRELOAD=" + CULPERT__PATH_MAX];
-
+ * this one execs run without it (through the C library, as libc_setenv
+ * says why). */
 static void drop_from_preload(void)
 {
-  char **entry = environ;
-  while (entry != NULL && *entry != NULL && strncmp(*entry, "LD_PRELOAD=", 11) != 0)
-    entry++;
-  if (entry == NULL || *entry == NULL)
+  const char *pre = env_get("LD_PRELOAD");
+  char out[CULPERT__PATH_MAX];
+  size_t at = 0;
+  if (pre == NULL)
     return;
-  const char *pre = *entry + 11;
-  char *out = kept_preload + 11;
-  size_t at = 0, room = sizeof kept_preload - 11;
   while (*pre != '\0') {
     size_t n = strcspn(pre, " :");
     if (n > 0 && !preload_entry_ours(pre, n)) {
-      if (at + n + 2 > room)
+      if (at + n + 2 > sizeof out)
         return; /* too long to rewrite safely: leave it alone */
       if (at > 0)
         out[at++] = ' ';
@@ -454,13 +453,7 @@ static void drop_from_preload(void)
       pre++;
   }
   out[at] = '\0';
-  if (at == 0) {
-    for (; *entry != NULL; entry++)
-      entry[0] = entry[1];
-  } else {
-    memcpy(kept_preload, "LD_PRELOAD=", 11);
-    *entry = kept_preload;
-  }
+  libc_setenv("LD_PRELOAD", at == 0 ? NULL : out);
 }
 
 void culpert__init(void)
