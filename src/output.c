@@ -969,7 +969,8 @@ static int template_has_pid(const char *tmpl)
  * same pid before it (pids are reused, and processes in other pid namespaces have
  * the same ones): a file there older than this process is another's, and
  * this one takes "<path>.2" (or .3, ...) instead. A file there younger is
- * this process's own, from an image before an exec. File times come from
+ * this process's own, from an image before an exec; anything but a regular
+ * file (a FIFO, a device) is written through, as ever. File times come from
  * a coarse clock and the start from clock ticks: 20 ms of slack. */
 static int own_name(char *path, size_t n)
 {
@@ -990,7 +991,7 @@ static int own_name(char *path, size_t n)
       if (w < 0 || (size_t)w >= n - len)
         return -ENAMETOOLONG;
     }
-    if (stat(path, &st) != 0 ||
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
         (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec >= start) {
       if (strlen(path) < sizeof own_path)
         strcpy(own_path, path);

@@ -648,6 +648,18 @@ pid_reused)
   [ "$(cat "p.$root.pb.gz")" = stale ] || fail "the first process wrote over the older p.$root.pb.gz"
   [ -s "p.$root.pb.gz.2" ] && profile "p.$root.pb.gz.2" >/dev/null ||
     fail "the first process did not write p.$root.pb.gz.2: $(ls p.*)"
+  # a FIFO there is written through, as before, whatever its age
+  rm -f sh.pid
+  sh -c 'mkfifo "p.$$.pb.gz" && touch -d "1 hour ago" "p.$$.pb.gz" && echo "$$" >sh.pid &&
+    exec env LD_PRELOAD="$0" CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$1/p.%p.pb.gz" "$2"' \
+    "$LIB" "$work" "$BIN/wl_basic" >out 2>err &
+  writer=$!
+  for _ in $(seq 100); do [ -s sh.pid ] && [ -p "p.$(cat sh.pid).pb.gz" ] && break; sleep 0.1; done
+  fifo_pid=$(cat sh.pid)
+  timeout 30 cat "p.$fifo_pid.pb.gz" >through.pb.gz
+  wait "$writer" || fail "wl_basic writing into a FIFO failed: $(cat err)"
+  profile through.pb.gz >/dev/null
+  [ -e "p.$fifo_pid.pb.gz.2" ] && fail "a FIFO at the name got a .2 beside it"
   echo stale >fixed.pb.gz && touch -d "1 hour ago" fixed.pb.gz
   CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/fixed.pb.gz" run_pre "$BIN/wl_basic" >out 2>err ||
     fail "wl_basic failed: $(cat err)"
