@@ -118,10 +118,12 @@ static char start_dir[CULPERT__PATH_MAX];
 /* The name a process below the first one writes under, once chosen
  * (own_name; a fork child chooses again). */
 static char own_path[2 * CULPERT__PATH_MAX];
-/* When this process began (process_start_nanos), taken at start-up and by
- * a fork child: the copies that write for it at a signal or at _exit are
- * processes of their own. */
-static int64_t proc_start;
+/* This process's mark (find_owner_mark), put in the gzip header of each
+ * file it writes: taken at start-up and by a fork child, since the copies
+ * that write for it at a signal or at _exit are processes of their own.
+ * Empty when /proc cannot tell. */
+static char owner_mark[CULPERT__WRITER_MARK_MAX];
+static size_t owner_mark_len;
 
 /* The file on stderr when culpert started: messages go there only while
  * fd 2 is still that file. A program that closed its stderr may have
@@ -248,7 +250,9 @@ static atomic_int writer_pid;
 static atomic_int immediate_exit_entered; /* _exit's write has begun */
 
 static void interval_start(void);
-static int64_t process_start_nanos(void);
+static void find_owner_mark(void);
+static int template_has_pid(const char *tmpl);
+static int exit_path(char *path, size_t n);
 static void catch_ending_signals(void);
 static void catch_snapshot_signal(void);
 /* CULPERT_WRITE_ON_SIGNAL (below): the first signal caught (0 = none) and
@@ -332,7 +336,7 @@ static void fork_child(void)
     culpert__loader_set_usable(0);
   reinit_locks();
   own_path[0] = '\0'; /* another pid, another name */
-  proc_start = process_start_nanos();
+  find_owner_mark();
   culpert__tls.fork_write = 0;
   culpert__live_reset();
   culpert__record_reset();
@@ -477,7 +481,7 @@ void culpert__init(void)
   }
   culpert__sampler_setup(culpert__cfg.rate, seed);
   start_nanos = now_nanos();
-  proc_start = process_start_nanos();
+  find_owner_mark();
   find_exe_name();
   if (getcwd(start_dir, sizeof start_dir) == NULL)
     start_dir[0] = '\0';
@@ -698,6 +702,8 @@ static int encode_profile(const struct records *r, unsigned char **out, size_t *
       .comments = comments,
       .ncomments = ncomments,
       .flags = culpert__cfg.names_only ? CULPERT__WRITER_NAMES_ONLY : 0u,
+      .mark = owner_mark_len != 0 ? owner_mark : NULL,
+      .mark_len = owner_mark_len,
   };
   rc = culpert__writer_encode(&p, out, len);
 out:
@@ -762,6 +768,120 @@ static int write_all(int fd, const unsigned char *buf, size_t len)
   return rc;
 }
 
+/* ------------------------------------------------------ whose a file is */
+
+/* Read a small file (under /proc) into buf, NUL-terminated: its length, or
+ * -1. */
+static ssize_t read_small(const char *path, char *buf, size_t n)
+{
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t len = read(fd, buf, n - 1);
+  close(fd);
+  if (len < 0)
+    return -1;
+  buf[len] = '\0';
+  return len;
+}
+
+/*
+ * The mark that tells this process's files from any other's: its pid, its
+ * start in clock ticks since boot (/proc/self/stat), its pid namespace and
+ * the id of the boot. An exec keeps all four, so every image of the
+ * process has the same mark; no other process has it while this one runs,
+ * in another pid namespace (a container, whose pids start at 1 again) or
+ * on another machine sharing the file system, and a later one with the
+ * same pid started later. Written into the gzip header (writer.h), where
+ * own_name reads it back without decompressing anything.
+ */
+static void find_owner_mark(void)
+{
+  char stat_line[1024], boot[64];
+  owner_mark_len = 0;
+  if (read_small("/proc/self/stat", stat_line, sizeof stat_line) <= 0)
+    return;
+  /* the fields after the command name, whose ")" is the last one */
+  const char *f = strrchr(stat_line, ')');
+  for (int field = 2; f != NULL && field < 22; field++)
+    f = strchr(f + 1, ' ');
+  if (f == NULL)
+    return;
+  unsigned long long start = strtoull(f + 1, NULL, 10);
+  struct stat ns;
+  if (stat("/proc/self/ns/pid", &ns) != 0)
+    ns.st_ino = 0;
+  if (read_small("/proc/sys/kernel/random/boot_id", boot, sizeof boot) < 0)
+    boot[0] = '\0';
+  boot[strcspn(boot, "\n")] = '\0';
+  int w = snprintf(owner_mark, sizeof owner_mark, "pid=%ld start=%llu pidns=%llu boot=%s",
+                   (long)getpid(), start, (unsigned long long)ns.st_ino, boot);
+  if (w > 0 && (size_t)w < sizeof owner_mark)
+    owner_mark_len = (size_t)w;
+}
+
+enum whose { NOBODYS, OWN, ANOTHERS, NOT_REGULAR };
+
+/* Whose the file at `path` is: nobody's (there is none), this process's
+ * own (its gzip header carries owner_mark), another's (any other regular
+ * file), or not a regular file (written through, see in_place). */
+static enum whose file_owner(const char *path)
+{
+  struct stat st;
+  if (lstat(path, &st) != 0)
+    return NOBODYS; /* or unreachable: the write will say why */
+  if (!S_ISREG(st.st_mode))
+    return NOT_REGULAR;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0)
+    return errno == ENOENT ? NOBODYS : ANOTHERS;
+  /* gzip: 1f 8b, method, flags (4: an extra field), mtime, xfl, os, then
+   * the extra field's length and its subfields (id, length, data) */
+  unsigned char h[12 + 4 + CULPERT__WRITER_MARK_MAX];
+  ssize_t got = read(fd, h, sizeof h);
+  close(fd);
+  if (got < 12 || h[0] != 0x1f || h[1] != 0x8b || (h[3] & 4) == 0)
+    return ANOTHERS;
+  size_t end = 12 + (h[10] | (size_t)h[11] << 8);
+  if (end > (size_t)got)
+    end = (size_t)got;
+  for (size_t at = 12; at + 4 <= end;) {
+    size_t len = h[at + 2] | (size_t)h[at + 3] << 8;
+    if (h[at] == 'C' && h[at + 1] == 'u' && len == owner_mark_len && at + 4 + len <= end &&
+        memcmp(h + at + 4, owner_mark, len) == 0)
+      return OWN;
+    at += 4 + len;
+  }
+  return ANOTHERS;
+}
+
+/* How write_file puts a profile at its name: over whatever is there, or,
+ * at a name of the process's own (own_name), never over another's file. */
+enum place { REPLACE, OWN_NAME };
+
+/* Put the written temporary file `tmp` at `path`. At an own name, a hard
+ * link puts it there only if the name is free, so that of two processes
+ * that chose it at once one wins and the other gets -EEXIST (and chooses
+ * again); its own file it replaces. Where the file system has no hard
+ * links, it looks first. */
+static int place_file(const char *tmp, const char *path, enum place place)
+{
+  for (int tries = 0; place == OWN_NAME && owner_mark_len != 0 && tries < 100; tries++) {
+    if (link(tmp, path) == 0) {
+      unlink(tmp);
+      return 0;
+    }
+    int linked = errno;
+    enum whose w = file_owner(path);
+    if (w == ANOTHERS)
+      return -EEXIST;
+    if (linked != EEXIST || w != NOBODYS)
+      break; /* no hard links here, or a file of this process's own: replace it */
+    /* gone again: try again */
+  }
+  return rename(tmp, path) == 0 ? 0 : -errno;
+}
+
 /* What write_file says on stderr when it succeeds: nothing, the usual
  * line, or the line with CULPERT_INTERVAL's note. */
 enum say_ok { OK_SILENT, OK_SAY, OK_SAY_PERIODIC };
@@ -800,7 +920,7 @@ static int write_in_place(const char *path, const unsigned char *buf, size_t len
 /* Encode the profile from the records `r` and put it at `path` through a
  * temporary file and a rename (or in place, see in_place); a failure is
  * reported when say_failure is set. The caller holds write_lock. */
-static int write_file(const char *path, const struct records *r, enum which which,
+static int write_file(const char *path, enum place place, const struct records *r, enum which which,
                       enum say_ok say_ok, int say_failure)
 {
   unsigned char *buf = NULL;
@@ -816,24 +936,29 @@ static int write_file(const char *path, const struct records *r, enum which whic
     rc = write_in_place(path, buf, len);
     goto out;
   }
-  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-    rc = -ENAMETOOLONG;
-    goto out;
+  /* A temporary name of this write's alone: a process of the same pid in
+   * another pid namespace, or a copy killed half way, may have one too. */
+  for (unsigned k = 1; fd < 0; k++) {
+    int w = k == 1 ? snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid())
+                   : snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), k);
+    if (w < 0 || (size_t)w >= sizeof tmp) {
+      rc = -ENAMETOOLONG;
+      goto out;
+    }
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && (errno != EEXIST || k == 1000)) {
+      rc = -errno;
+      goto out;
+    }
   }
   memcpy(partial, tmp, strlen(tmp) + 1);
   atomic_store(&partial_set, 1);
-  fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    rc = -errno;
-    atomic_store(&partial_set, 0);
-    goto out;
-  }
   rc = write_all(fd, buf, len);
   if (close(fd) != 0 && rc == 0)
     rc = -errno;
   fd = -1;
-  if (rc == 0 && rename(tmp, path) != 0)
-    rc = -errno;
+  if (rc == 0)
+    rc = place_file(tmp, path, place);
   if (rc != 0)
     unlink(tmp);
   atomic_store(&partial_set, 0);
@@ -845,7 +970,7 @@ out:
     culpert__say("wrote %s to %s (%llu sample%s); rewriting it every %u s", what, path,
                  (unsigned long long)nsamples, nsamples == 1 ? "" : "s",
                  (unsigned)culpert__cfg.interval);
-  else if (rc != 0 && say_failure)
+  else if (rc != 0 && say_failure && !(rc == -EEXIST && place == OWN_NAME))
     culpert__say("cannot write %s %s: %s", what, path, strerror(-rc));
   free(buf);
   return rc;
@@ -869,7 +994,8 @@ static int peak_path(const char *path, char *out, size_t n)
 /* The profile at `path` and, with peak_too, the in-use-at-peak profile
  * beside it, both from one copy of the records. The caller holds
  * write_lock. Returns what writing the profile returned. */
-static int write_files(const char *path, int peak_too, enum say_ok say_ok, int say_failure)
+static int write_files(const char *path, enum place place, int peak_too, enum say_ok say_ok,
+                       int say_failure)
 {
   char peak[2 * CULPERT__PATH_MAX + 16];
   int with_peak = 0;
@@ -892,18 +1018,45 @@ static int write_files(const char *path, int peak_too, enum say_ok say_ok, int s
       culpert__say("cannot write profile %s: %s", path, strerror(-rc));
     return rc;
   }
-  rc = write_file(path, &r, PROFILE, say_ok, say_failure);
-  if (with_peak)
-    write_file(peak, &r, PEAK_PROFILE, say_ok == OK_SAY_PERIODIC ? OK_SAY : say_ok, say_failure);
+  rc = write_file(path, place, &r, PROFILE, say_ok, say_failure);
+  /* The peak's name follows the profile's: not when that was another's */
+  if (with_peak && rc != -EEXIST)
+    write_file(peak, REPLACE, &r, PEAK_PROFILE, say_ok == OK_SAY_PERIODIC ? OK_SAY : say_ok,
+               say_failure);
   records_free(&r);
   return rc;
 }
 
-/* The exit profile's file (at exit, on a rewrite, before an exec) and,
- * with CULPERT_PEAK, the in-use-at-peak profile beside it. */
-static int write_exit_files(const char *path, enum say_ok say_ok, int say_failure)
+/* Whether the exit profile's name is the process's own (own_name). */
+static int own_named(void)
 {
-  return write_files(path, culpert__cfg.peak, say_ok, say_failure);
+  return owner_mark_len != 0 && (is_child || template_has_pid(culpert__cfg.output));
+}
+
+/* The exit profile's file (at exit, on a rewrite, before an exec) and,
+ * with CULPERT_PEAK, the in-use-at-peak profile beside it. When another
+ * process takes its own name meanwhile (place_file), with `choose` it
+ * writes under the next name own_name gives, which replaces `path` (n
+ * bytes); without, it returns -EEXIST, for the caller to choose. */
+static int write_exit_files(char *path, size_t n, int choose, enum say_ok say_ok, int say_failure)
+{
+  enum place place = own_named() ? OWN_NAME : REPLACE;
+  int rc = -EEXIST;
+  for (int tries = 0; tries < 100 && rc == -EEXIST; tries++) {
+    rc = write_files(path, place, culpert__cfg.peak, say_ok, say_failure);
+    if (rc != -EEXIST || place != OWN_NAME || !choose)
+      return rc;
+    own_path[0] = '\0';
+    int named = exit_path(path, n);
+    if (named != 0) {
+      rc = named;
+      break;
+    }
+  }
+  if (say_failure)
+    culpert__say("cannot write profile %s: %s", path,
+                 rc == -EEXIST ? "every name tried is another process's" : strerror(-rc));
+  return rc;
 }
 
 /* Set by culpert__output_at_exit, under write_lock, once the exit profile
@@ -915,39 +1068,9 @@ static atomic_int exit_done;
 int culpert__output_write_file(const char *path)
 {
   write_lock_take();
-  int rc = atomic_load(&exit_done) ? -EAGAIN : write_files(path, 0, OK_SAY, 1);
+  int rc = atomic_load(&exit_done) ? -EAGAIN : write_files(path, REPLACE, 0, OK_SAY, 1);
   write_lock_release();
   return rc;
-}
-
-/* When this process began, in CLOCK_REALTIME nanoseconds, from its start
- * in clock ticks since boot (/proc/self/stat, which an exec keeps), so
- * every image of the process agrees on it; 0 when unknown. */
-static int64_t process_start_nanos(void)
-{
-  char buf[1024];
-  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  ssize_t len = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (len <= 0)
-    return 0;
-  buf[len] = '\0';
-  /* the fields after the command name, whose ")" is the last one */
-  const char *f = strrchr(buf, ')');
-  for (int field = 2; f != NULL && field < 22; field++)
-    f = strchr(f + 1, ' ');
-  long hz = sysconf(_SC_CLK_TCK);
-  struct timespec boot, real;
-  if (f == NULL || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0 ||
-      clock_gettime(CLOCK_REALTIME, &real) != 0)
-    return 0;
-  unsigned long long ticks = strtoull(f + 1, NULL, 10);
-  int64_t since_boot = (int64_t)(ticks / (unsigned long long)hz) * 1000000000 +
-                       (int64_t)(ticks % (unsigned long long)hz) * (1000000000 / hz);
-  int64_t boot_now = (int64_t)boot.tv_sec * 1000000000 + boot.tv_nsec;
-  return (int64_t)real.tv_sec * 1000000000 + real.tv_nsec - (boot_now - since_boot);
 }
 
 /* Whether CULPERT_OUTPUT's template (NULL: the default) has a %p. */
@@ -965,13 +1088,15 @@ static int template_has_pid(const char *tmpl)
 }
 
 /* A process below the first one, or the first one when its name holds
- * its pid (%p), never writes over a file of another process that had the
- * same pid before it (pids are reused, and processes in other pid namespaces have
- * the same ones): a file there older than this process is another's, and
- * this one takes "<path>.2" (or .3, ...) instead. A file there younger is
- * this process's own, from an image before an exec; anything but a regular
- * file (a FIFO, a device) is written through, as ever. File times come from
- * a coarse clock and the start from clock ticks: 20 ms of slack. */
+ * its pid (%p), writes only over files of its own: pids are reused, and
+ * processes in other pid namespaces (containers) or on other machines
+ * sharing the directory have the same ones. A regular file at the name
+ * without this process's mark (find_owner_mark) is another's, and this
+ * one takes "<path>.2" (or .3, ...) instead. Its own file, from an
+ * earlier write or from an image before an exec, it writes over, and
+ * anything but a regular file (a FIFO, a device) it writes through, as
+ * ever. place_file keeps the choice good against another process making
+ * the same one at the same moment. */
 static int own_name(char *path, size_t n)
 {
   if (own_path[0] != '\0') {
@@ -980,19 +1105,16 @@ static int own_name(char *path, size_t n)
     strcpy(path, own_path);
     return 0;
   }
-  if (proc_start == 0)
+  if (owner_mark_len == 0)
     return 0; /* no telling whose a file is: write over it, as before */
-  int64_t start = proc_start - 20000000;
   size_t len = strlen(path);
   for (unsigned k = 1; k < 1000; k++) {
-    struct stat st;
     if (k > 1) {
       int w = snprintf(path + len, n - len, ".%u", k);
       if (w < 0 || (size_t)w >= n - len)
         return -ENAMETOOLONG;
     }
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
-        (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec >= start) {
+    if (file_owner(path) != ANOTHERS) {
       if (strlen(path) < sizeof own_path)
         strcpy(own_path, path);
       return 0;
@@ -1062,7 +1184,7 @@ void culpert__output_at_exit(void)
     culpert__say("CULPERT_OUTPUT expands to a path longer than %u bytes; no profile written",
                  CULPERT__PATH_MAX);
   } else {
-    write_exit_files(path, OK_SAY, 1);
+    write_exit_files(path, sizeof path, 1, OK_SAY, 1);
   }
   atomic_store(&exit_done, 1);
   write_lock_release();
@@ -1135,8 +1257,9 @@ static void *rewrite_thread(void *arg)
     int stop = !atomic_load(&culpert__running); /* the exit profile is written or on its way */
     int skip = !stop && nothing_to_write();
     int rc = stop || skip ? 0
-             : asked      ? write_exit_files(path, OK_SAY, 1)
-                     : write_exit_files(path, announced ? OK_SILENT : OK_SAY_PERIODIC, last_ok);
+             : asked      ? write_exit_files(path, sizeof path, 1, OK_SAY, 1)
+                          : write_exit_files(path, sizeof path, 1,
+                                        announced ? OK_SILENT : OK_SAY_PERIODIC, last_ok);
     write_lock_release();
     if (stop)
       return NULL;
@@ -1305,6 +1428,9 @@ static void say_raw(const char *text)
 
 /* In the forked child: write the profile to `path` (NULL: the exit
  * profile's), then _exit. */
+/* writer_child's exit status when another process took the name given. */
+#define WRITER_NAME_TAKEN 2
+
 static void writer_child(const char *path)
 {
   char exit_name[2 * CULPERT__PATH_MAX];
@@ -1323,10 +1449,16 @@ static void writer_child(const char *path)
   /* The loader's locks may be held by a thread that is gone: find the
    * objects without them (symbolize.h). */
   culpert__loader_set_usable(0);
-  if (path == NULL && exit_path(exit_name, sizeof exit_name) == 0)
-    path = exit_name;
-  int rc = path == NULL ? -ENAMETOOLONG : write_exit_files(path, OK_SAY, 1);
-  _exit(rc == 0 ? 0 : 1);
+  /* The exit profile's name it may choose again; a name given (before an
+   * exec) the process chooses, as it may remove that file again. */
+  int rc = path == NULL                      ? exit_path(exit_name, sizeof exit_name)
+           : strlen(path) < sizeof exit_name ? 0
+                                             : -ENAMETOOLONG;
+  if (rc == 0 && path != NULL)
+    strcpy(exit_name, path);
+  if (rc == 0)
+    rc = write_exit_files(exit_name, sizeof exit_name, path == NULL, OK_SAY, 1);
+  _exit(rc == 0 ? 0 : rc == -EEXIST ? WRITER_NAME_TAKEN : 1);
 }
 
 /* Wait, 100 ms at most, until no other thread is inside an update of the
@@ -1372,7 +1504,7 @@ static int wait_for_writer(pid_t child, int final)
   if (got < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     if (got > 0 && !WIFEXITED(status))
       say_raw("culpert: the process writing the profile failed; none written\n");
-    return -1;
+    return got > 0 && WIFEXITED(status) && WEXITSTATUS(status) == WRITER_NAME_TAKEN ? -EEXIST : -1;
   }
   /* The exit profile is written: the one at exit must not replace it. */
   if (final)
@@ -1587,11 +1719,21 @@ void culpert__output_before_exec(struct culpert__exec_note *note, char *const en
   /* Under its own name the first process writes even when it sampled
    * nothing, as it would at exit; an .exec<N> of nothing is left out, since
    * the next image writes the name. */
-  if ((own_name ? !nothing_to_write() : culpert__record_any()) &&
-      (own_name ? exit_path(note->path, sizeof note->path)
-                : exec_path(note->path, sizeof note->path)) == 0 &&
-      write_from_child(note->path) == 0)
-    note->written = own_name ? 1 : 2;
+  if (own_name ? !nothing_to_write() : culpert__record_any()) {
+    /* Chosen here, as this file may have to go again: when another
+     * process takes the name meanwhile (place_file), the next one. */
+    int rc = -EEXIST;
+    for (int tries = 0; tries < 100 && rc == -EEXIST; tries++) {
+      if (own_name && tries > 0)
+        own_path[0] = '\0';
+      rc = own_name ? exit_path(note->path, sizeof note->path)
+                    : exec_path(note->path, sizeof note->path);
+      if (rc == 0)
+        rc = write_from_child(note->path);
+    }
+    if (rc == 0)
+      note->written = own_name ? 1 : 2;
+  }
   culpert__tls.guard--;
   errno = saved;
 }

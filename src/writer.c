@@ -729,7 +729,8 @@ static int comment_cmp(const void *a, const void *b)
   return strcmp(x, y);
 }
 
-static int gzip(const unsigned char *in, size_t inlen, unsigned char **out, size_t *outlen)
+static int gzip(const unsigned char *in, size_t inlen, const char *mark, size_t mark_len,
+                unsigned char **out, size_t *outlen)
 {
   /* A window no larger than the input, and a hash table to match: zlib's
    * defaults take 256 KiB and clear 64 KiB of it, which for the small
@@ -745,8 +746,27 @@ static int gzip(const unsigned char *in, size_t inlen, unsigned char **out, size
       Z_OK)
     return -ENOMEM;
   int rc = 0;
+  unsigned char *buf = NULL;
+  /* The extra field: subfield id "Cu", its length (little-endian), the mark. */
+  unsigned char extra[4 + CULPERT__WRITER_MARK_MAX];
+  gz_header head;
+  if (mark != NULL && mark_len <= CULPERT__WRITER_MARK_MAX) {
+    memset(&head, 0, sizeof head);
+    extra[0] = 'C';
+    extra[1] = 'u';
+    extra[2] = (unsigned char)(mark_len & 0xff);
+    extra[3] = (unsigned char)(mark_len >> 8);
+    memcpy(extra + 4, mark, mark_len);
+    head.extra = extra;
+    head.extra_len = (uInt)(4 + mark_len);
+    head.os = 3; /* Unix, as without a header of our own */
+    if (deflateSetHeader(&zs, &head) != Z_OK) {
+      rc = -EINVAL;
+      goto out;
+    }
+  }
   size_t cap = deflateBound(&zs, (uLong)inlen) + 32;
-  unsigned char *buf = malloc(cap);
+  buf = malloc(cap);
   if (!buf) {
     rc = -ENOMEM;
     goto out;
@@ -979,7 +999,7 @@ int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **ou
   if (rc)
     goto out;
   encode_profile(&c, &b);
-  rc = b.err ? b.err : gzip(b.data, b.len, out, len);
+  rc = b.err ? b.err : gzip(b.data, b.len, p->mark, p->mark_len, out, len);
 
 out:
   culpert__pbuf_free(&b);

@@ -806,6 +806,39 @@ static void test_writer_repeatable(void **state)
   free(a);
 }
 
+/* A mark goes into the gzip header's extra field as subfield "Cu", where
+ * the collector reads it back to tell its own files (output.c), and the
+ * profile behind it reads as without one. */
+static void test_writer_gzip_mark(void **state)
+{
+  (void)state;
+  static const char mark[] = "pid=7 start=99 pidns=4026531836 boot=x";
+  const size_t n = sizeof mark - 1;
+  uintptr_t ips[1] = {(uintptr_t)writer_fixture_leaf};
+  struct culpert__wsample s = {ips, 1, 0, 1, 10, 1, 10, 1};
+  struct culpert__wprofile p = {.samples = &s, .nsamples = 1, .mark = mark, .mark_len = n};
+  unsigned char *gz = NULL;
+  size_t len = 0;
+  assert_int_equal(culpert__writer_encode(&p, &gz, &len), 0);
+  assert_true(len > 16 + n);
+  assert_int_equal(gz[3] & 4, 4);                /* FEXTRA */
+  assert_int_equal(gz[10] | gz[11] << 8, 4 + n); /* XLEN */
+  assert_memory_equal(gz + 12, "Cu", 2);
+  assert_int_equal(gz[14] | gz[15] << 8, n);
+  assert_memory_equal(gz + 16, mark, n);
+  Profile *pr = decode(gz, len);
+  assert_int_equal(pr->n_sample, 1);
+  assert_int_equal(pr->sample[0]->value[1], 10);
+  perftools__profiles__profile__free_unpacked(pr, NULL);
+  free(gz);
+  /* without a mark, no extra field */
+  p.mark = NULL;
+  p.mark_len = 0;
+  assert_int_equal(culpert__writer_encode(&p, &gz, &len), 0);
+  assert_int_equal(gz[3] & 4, 0);
+  free(gz);
+}
+
 static void test_writer_empty_profile(void **state)
 {
   (void)state;
@@ -945,6 +978,7 @@ int main(void)
       cmocka_unit_test(test_writer_names_only),
       cmocka_unit_test(test_writer_dlclosed_code),
       cmocka_unit_test(test_writer_repeatable),
+      cmocka_unit_test(test_writer_gzip_mark),
       cmocka_unit_test(test_writer_empty_profile),
       cmocka_unit_test(test_writer_odd_input),
       cmocka_unit_test(test_writer_go_pprof_reads_it),

@@ -99,7 +99,15 @@ int main(int argc, char **argv)
                                       rnd(&seed) % 50 + 1};
   }
   const char *comments[] = {"culpert.version=0.1.0", "culpert.rate=524288"};
-  struct culpert__wprofile p = {ws, nb, spans, NSPANS, 524288, 1, 1, comments, 2, 0};
+  struct culpert__wprofile p = {.samples = ws,
+                                .nsamples = nb,
+                                .spans = spans,
+                                .nspans = NSPANS,
+                                .rate = 524288,
+                                .time_nanos = 1,
+                                .duration_nanos = 1,
+                                .comments = comments,
+                                .ncomments = 2};
 
   /* Full symbolization twice (the writer keeps nothing between calls, so
    * both pay for reading the files), then names only, side by side. */
