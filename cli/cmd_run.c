@@ -621,30 +621,41 @@ static int64_t others_bytes(const struct other *v, long n)
   return sum;
 }
 
-/*
- * find_others: the profiles that the other processes of this run (fork
- * children and the programs they exec) wrote next to `out`, as
- * <out>.<pid>, and those of images that exec'd another, PROGRAM's own
- * (`own` is its pid) or another's, as <out>[.<pid>].exec<N>, modified
- * since the run began (`since`, read from the coarse
- * clock that file times come from, before PROGRAM started): an older file
- * of the same name is not this run's. Sorted by allocated bytes, largest
- * first. Returns how many, or -1 (*v NULL) when none could be listed.
- */
-static long find_others(const char *out, long own, const struct timespec *since, struct other **v)
+/* Where libculpert writes a process's profiles when the directory of its
+ * name refuses them (a service that dropped its privileges): $TMPDIR when
+ * absolute, else /tmp, as the library finds it. */
+static void fallback_dir(char out[PATH_MAX])
 {
-  char dir[PATH_MAX];
-  *v = NULL;
-  snprintf(dir, sizeof dir, "%s", out);
-  char *slash = strrchr(dir, '/');
-  if (slash == NULL)
-    return -1;
-  const char *base = out + (slash - dir) + 1;
-  *slash = '\0';
-  DIR *d = opendir(dir[0] ? dir : "/");
-  if (d == NULL)
-    return -1;
-  size_t n = 0, cap = 0;
+  const char *t = getenv("TMPDIR");
+  snprintf(out, PATH_MAX, "%s", t != NULL && t[0] == '/' && strlen(t) < PATH_MAX ? t : "/tmp");
+  for (size_t len = strlen(out); len > 1 && out[len - 1] == '/'; len--)
+    out[len - 1] = '\0';
+}
+
+/* When PROGRAM's directory refused its profile, the library wrote it into
+ * the fallback directory under the same name: then `out` (len bytes)
+ * becomes that file, written since the run began. */
+static bool moved_to_fallback(char *out, size_t len, const struct timespec *since)
+{
+  char dir[PATH_MAX], moved[PATH_MAX];
+  const char *slash = strrchr(out, '/');
+  struct stat st;
+  fallback_dir(dir);
+  if (slash == NULL ||
+      snprintf(moved, sizeof moved, "%s/%s", dir, slash + 1) >= (int)sizeof moved ||
+      strcmp(moved, out) == 0 || strlen(moved) >= len || stat(moved, &st) != 0 ||
+      !S_ISREG(st.st_mode) || !not_before(&st.st_mtim, since))
+    return false;
+  strcpy(out, moved);
+  return true;
+}
+
+/* The profiles in directory `d` (named `dir`) that find_others lists,
+ * added to *v after the first n; returns the new count. */
+static size_t scan_dir(DIR *d, const char *dir, const char *base, long own,
+                       const struct timespec *since, struct other **v, size_t n, size_t *capp)
+{
+  size_t cap = *capp;
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
     unsigned seq;
@@ -679,7 +690,50 @@ static long find_others(const char *out, long own, const struct timespec *since,
     o->exe = exe ? strdup(exe) : NULL;
     culpert__profile_free(p);
   }
-  closedir(d);
+  *capp = cap;
+  return n;
+}
+
+/*
+ * find_others: the profiles that the other processes of this run (fork
+ * children and the programs they exec) wrote next to `out`, as
+ * <out>.<pid>, and those of images that exec'd another, PROGRAM's own
+ * (`own` is its pid) or another's, as <out>[.<pid>].exec<N>, modified
+ * since the run began (`since`, read from the coarse
+ * clock that file times come from, before PROGRAM started): an older file
+ * of the same name is not this run's. Also those in the directory a
+ * process falls back to when the profile's refuses its file (fallback_dir).
+ * Sorted by allocated bytes, largest first. Returns how many, or -1 (*v NULL) when none could be
+ * listed.
+ */
+static long find_others(const char *out, long own, const struct timespec *since, struct other **v)
+{
+  char dir[PATH_MAX], fallback[PATH_MAX];
+  *v = NULL;
+  snprintf(dir, sizeof dir, "%s", out);
+  char *slash = strrchr(dir, '/');
+  if (slash == NULL)
+    return -1;
+  const char *base = out + (slash - dir) + 1;
+  *slash = '\0';
+  fallback_dir(fallback);
+  size_t n = 0, cap = 0;
+  bool listed = false;
+  /* the profile's directory, then the one processes fall back to */
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1 && strcmp(fallback, dir[0] ? dir : "/") == 0)
+      break;
+    if (pass == 1)
+      strcpy(dir, fallback);
+    DIR *d = opendir(dir[0] ? dir : "/");
+    if (d == NULL)
+      continue;
+    listed = true;
+    n = scan_dir(d, dir, base, own, since, v, n, &cap);
+    closedir(d);
+  }
+  if (!listed)
+    return -1;
   if (n > 0)
     qsort(*v, n, sizeof **v, by_bytes_desc);
   return (long)n;
@@ -1018,6 +1072,8 @@ int culpert__cmd_run(int argc, char **argv)
                                             after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
                                             after.st_mtim.tv_nsec != before.st_mtim.tv_nsec);
   others = find_others(out, (long)pid, &since, &other);
+  if (!written)
+    written = moved_to_fallback(out, sizeof out, &since);
   /* A shell script or a compiler driver, say: PROGRAM hands the work on,
    * and its own profile holds nothing, or next to nothing (under 1% of
    * what the run's processes allocated, however many samples the rate

@@ -115,6 +115,11 @@ static char exe_name[256];
  * there, so a program that changes directory (daemons chdir to /) still
  * writes where it was started. */
 static char start_dir[CULPERT__PATH_MAX];
+/* Where the process's profiles go once the directory of its name refused
+ * one (use_fallback, see fall_back): $TMPDIR as it was at start-up when
+ * absolute, else /tmp. */
+static char fallback_dir[CULPERT__PATH_MAX];
+static int use_fallback;
 /* The name a process below the first one writes under, once chosen
  * (own_name; a fork child chooses again). */
 static char own_path[2 * CULPERT__PATH_MAX];
@@ -251,6 +256,8 @@ static atomic_int immediate_exit_entered; /* _exit's write has begun */
 
 static void interval_start(void);
 static void find_owner_mark(void);
+static void find_fallback_dir(void);
+static int may_fall_back(const char *path, int rc);
 static int template_has_pid(const char *tmpl);
 static int exit_path(char *path, size_t n);
 static void catch_ending_signals(void);
@@ -336,6 +343,7 @@ static void fork_child(void)
     culpert__loader_set_usable(0);
   reinit_locks();
   own_path[0] = '\0'; /* another pid, another name */
+  use_fallback = 0;   /* and its own credentials */
   find_owner_mark();
   culpert__tls.fork_write = 0;
   culpert__live_reset();
@@ -485,6 +493,7 @@ void culpert__init(void)
   find_exe_name();
   if (getcwd(start_dir, sizeof start_dir) == NULL)
     start_dir[0] = '\0';
+  find_fallback_dir();
   preloaded = preload_has_us(env_get("LD_PRELOAD"));
   if (culpert__cfg.no_children)
     drop_from_preload();
@@ -855,18 +864,21 @@ static enum whose file_owner(const char *path)
   return ANOTHERS;
 }
 
-/* How write_file puts a profile at its name: over whatever is there, or,
- * at a name of the process's own (own_name), never over another's file. */
-enum place { REPLACE, OWN_NAME };
+/* How write_file puts a profile at its name (flags): over whatever is
+ * there, or, at a name of the process's own (OWN_NAME, see own_name),
+ * never over another's file; with FALL_BACK, the caller writes elsewhere
+ * when the directory refuses the file (may_fall_back), and write_file does
+ * not say it failed. */
+enum { REPLACE = 0, OWN_NAME = 1, FALL_BACK = 2 };
 
 /* Put the written temporary file `tmp` at `path`. At an own name, a hard
  * link puts it there only if the name is free, so that of two processes
  * that chose it at once one wins and the other gets -EEXIST (and chooses
  * again); its own file it replaces. Where the file system has no hard
  * links, it looks first. */
-static int place_file(const char *tmp, const char *path, enum place place)
+static int place_file(const char *tmp, const char *path, unsigned place)
 {
-  for (int tries = 0; place == OWN_NAME && owner_mark_len != 0 && tries < 100; tries++) {
+  for (int tries = 0; (place & OWN_NAME) != 0 && owner_mark_len != 0 && tries < 100; tries++) {
     if (link(tmp, path) == 0) {
       unlink(tmp);
       return 0;
@@ -920,7 +932,7 @@ static int write_in_place(const char *path, const unsigned char *buf, size_t len
 /* Encode the profile from the records `r` and put it at `path` through a
  * temporary file and a rename (or in place, see in_place); a failure is
  * reported when say_failure is set. The caller holds write_lock. */
-static int write_file(const char *path, enum place place, const struct records *r, enum which which,
+static int write_file(const char *path, unsigned place, const struct records *r, enum which which,
                       enum say_ok say_ok, int say_failure)
 {
   unsigned char *buf = NULL;
@@ -970,7 +982,8 @@ out:
     culpert__say("wrote %s to %s (%llu sample%s); rewriting it every %u s", what, path,
                  (unsigned long long)nsamples, nsamples == 1 ? "" : "s",
                  (unsigned)culpert__cfg.interval);
-  else if (rc != 0 && say_failure && !(rc == -EEXIST && place == OWN_NAME))
+  else if (rc != 0 && say_failure && !(rc == -EEXIST && (place & OWN_NAME) != 0) &&
+           !((place & FALL_BACK) != 0 && may_fall_back(path, rc)))
     culpert__say("cannot write %s %s: %s", what, path, strerror(-rc));
   free(buf);
   return rc;
@@ -994,7 +1007,7 @@ static int peak_path(const char *path, char *out, size_t n)
 /* The profile at `path` and, with peak_too, the in-use-at-peak profile
  * beside it, both from one copy of the records. The caller holds
  * write_lock. Returns what writing the profile returned. */
-static int write_files(const char *path, enum place place, int peak_too, enum say_ok say_ok,
+static int write_files(const char *path, unsigned place, int peak_too, enum say_ok say_ok,
                        int say_failure)
 {
   char peak[2 * CULPERT__PATH_MAX + 16];
@@ -1021,8 +1034,8 @@ static int write_files(const char *path, enum place place, int peak_too, enum sa
   rc = write_file(path, place, &r, PROFILE, say_ok, say_failure);
   /* The peak's name follows the profile's: not when that was another's */
   if (with_peak && rc != -EEXIST)
-    write_file(peak, REPLACE, &r, PEAK_PROFILE, say_ok == OK_SAY_PERIODIC ? OK_SAY : say_ok,
-               say_failure);
+    write_file(peak, place & FALL_BACK, &r, PEAK_PROFILE,
+               say_ok == OK_SAY_PERIODIC ? OK_SAY : say_ok, say_failure);
   records_free(&r);
   return rc;
 }
@@ -1030,23 +1043,76 @@ static int write_files(const char *path, enum place place, int peak_too, enum sa
 /* Whether the exit profile's name is the process's own (own_name). */
 static int own_named(void)
 {
-  return owner_mark_len != 0 && (is_child || template_has_pid(culpert__cfg.output));
+  return owner_mark_len != 0 && (is_child || template_has_pid(culpert__cfg.output) || use_fallback);
+}
+
+/* fallback_dir: $TMPDIR when absolute, else /tmp. */
+static void find_fallback_dir(void)
+{
+  const char *t = env_get("TMPDIR");
+  if (t == NULL || t[0] != '/' || strlen(t) >= sizeof fallback_dir)
+    t = "/tmp";
+  strcpy(fallback_dir, t);
+  for (size_t len = strlen(fallback_dir); len > 1 && fallback_dir[len - 1] == '/'; len--)
+    fallback_dir[len - 1] = '\0';
+}
+
+/* `path` (n bytes of room) moved into the fallback directory. */
+static int in_fallback_dir(char *path, size_t n)
+{
+  const char *slash = strrchr(path, '/');
+  const char *base = slash != NULL ? slash + 1 : path;
+  size_t dlen = strlen(fallback_dir), blen = strlen(base);
+  if (dlen + 1 + blen >= n)
+    return -ENAMETOOLONG;
+  memmove(path + dlen + 1, base, blen + 1);
+  memcpy(path, fallback_dir, dlen);
+  path[dlen] = '/';
+  return 0;
+}
+
+/* Whether a write to `path` that failed with rc may go to the fallback
+ * directory instead: the directory refused it (its permissions, say, to a
+ * service that dropped its privileges after it started, or a read-only
+ * file system), and it is not the fallback directory already. */
+static int may_fall_back(const char *path, int rc)
+{
+  if ((rc != -EACCES && rc != -EPERM && rc != -EROFS) || use_fallback)
+    return 0;
+  const char *slash = strrchr(path, '/');
+  size_t dlen = slash != NULL ? (size_t)(slash - path) : 0;
+  return !(dlen == strlen(fallback_dir) && memcmp(path, fallback_dir, dlen) == 0);
+}
+
+/* From now on this process writes its profiles into the fallback
+ * directory, under names of its own; said once. */
+static void fall_back(const char *path, int rc)
+{
+  use_fallback = 1;
+  own_path[0] = '\0';
+  culpert__say("cannot write profile %s: %s; this process's profiles go to %s instead", path,
+               strerror(-rc), fallback_dir);
 }
 
 /* The exit profile's file (at exit, on a rewrite, before an exec) and,
  * with CULPERT_PEAK, the in-use-at-peak profile beside it. When another
- * process takes its own name meanwhile (place_file), with `choose` it
- * writes under the next name own_name gives, which replaces `path` (n
- * bytes); without, it returns -EEXIST, for the caller to choose. */
+ * process takes its own name meanwhile (place_file), or its directory
+ * refuses the file (may_fall_back), with `choose` it writes under the
+ * next name exit_path gives, which replaces `path` (n bytes); without, it
+ * returns the error, for the caller to choose. */
 static int write_exit_files(char *path, size_t n, int choose, enum say_ok say_ok, int say_failure)
 {
-  enum place place = own_named() ? OWN_NAME : REPLACE;
-  int rc = -EEXIST;
-  for (int tries = 0; tries < 100 && rc == -EEXIST; tries++) {
+  int rc = 0;
+  for (int tries = 0; tries < 100; tries++) {
+    unsigned place = (own_named() ? OWN_NAME : REPLACE) | FALL_BACK;
     rc = write_files(path, place, culpert__cfg.peak, say_ok, say_failure);
-    if (rc != -EEXIST || place != OWN_NAME || !choose)
+    int taken = rc == -EEXIST && (place & OWN_NAME) != 0, refused = may_fall_back(path, rc);
+    if ((!taken && !refused) || !choose)
       return rc;
-    own_path[0] = '\0';
+    if (refused)
+      fall_back(path, rc);
+    else
+      own_path[0] = '\0';
     int named = exit_path(path, n);
     if (named != 0) {
       rc = named;
@@ -1146,9 +1212,12 @@ static int exit_path(char *path, size_t n)
     return rc;
   if (is_child)
     rc = culpert__config_output_path(tmpl, pid, exe_name, 1, path + at, n - at);
+  if (rc == 0 && use_fallback)
+    rc = in_fallback_dir(path, n);
   /* A name with the pid in it is this process's alone, unless an earlier
-   * process had the pid; one without is the user's to reuse. */
-  if (rc == 0 && (is_child || template_has_pid(tmpl)))
+   * process had the pid; one without is the user's to reuse, but not in
+   * the fallback directory, which everyone shares. */
+  if (rc == 0 && (is_child || template_has_pid(tmpl) || use_fallback))
     rc = own_name(path, n);
   return rc;
 }
@@ -1428,8 +1497,10 @@ static void say_raw(const char *text)
 
 /* In the forked child: write the profile to `path` (NULL: the exit
  * profile's), then _exit. */
-/* writer_child's exit status when another process took the name given. */
-#define WRITER_NAME_TAKEN 2
+/* writer_child's exit status when another process took the name given,
+ * and when its directory refused the file (may_fall_back). */
+#define WRITER_NAME_TAKEN  2
+#define WRITER_DIR_REFUSED 3
 
 static void writer_child(const char *path)
 {
@@ -1458,7 +1529,10 @@ static void writer_child(const char *path)
     strcpy(exit_name, path);
   if (rc == 0)
     rc = write_exit_files(exit_name, sizeof exit_name, path == NULL, OK_SAY, 1);
-  _exit(rc == 0 ? 0 : rc == -EEXIST ? WRITER_NAME_TAKEN : 1);
+  _exit(rc == 0                        ? 0
+        : rc == -EEXIST                ? WRITER_NAME_TAKEN
+        : may_fall_back(exit_name, rc) ? WRITER_DIR_REFUSED
+                                       : 1);
 }
 
 /* Wait, 100 ms at most, until no other thread is inside an update of the
@@ -1504,7 +1578,8 @@ static int wait_for_writer(pid_t child, int final)
   if (got < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     if (got > 0 && !WIFEXITED(status))
       say_raw("culpert: the process writing the profile failed; none written\n");
-    return got > 0 && WIFEXITED(status) && WEXITSTATUS(status) == WRITER_NAME_TAKEN ? -EEXIST : -1;
+    int code = got > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return code == WRITER_NAME_TAKEN ? -EEXIST : code == WRITER_DIR_REFUSED ? -EACCES : -1;
   }
   /* The exit profile is written: the one at exit must not replace it. */
   if (final)
@@ -1721,10 +1796,15 @@ void culpert__output_before_exec(struct culpert__exec_note *note, char *const en
    * the next image writes the name. */
   if (own_name ? !nothing_to_write() : culpert__record_any()) {
     /* Chosen here, as this file may have to go again: when another
-     * process takes the name meanwhile (place_file), the next one. */
+     * process takes the name meanwhile (place_file), the next one; when
+     * the directory refuses it, one in the fallback directory. */
     int rc = -EEXIST;
-    for (int tries = 0; tries < 100 && rc == -EEXIST; tries++) {
-      if (own_name && tries > 0)
+    for (int tries = 0; tries < 100 && (rc == -EEXIST || rc == -EACCES); tries++) {
+      if (rc == -EACCES && !may_fall_back(note->path, rc))
+        break;
+      if (rc == -EACCES)
+        fall_back(note->path, rc);
+      else if (own_name && tries > 0)
         own_path[0] = '\0';
       rc = own_name ? exit_path(note->path, sizeof note->path)
                     : exec_path(note->path, sizeof note->path);

@@ -674,6 +674,52 @@ same_pid_elsewhere)
     echo "note: no pid namespaces here (unshare -Urpf); part 3 not run"
   fi
   ;;
+refused_directory)
+  # A process whose directory refuses its profile (a service that dropped
+  # its privileges after it started, as nginx's workers do, or a read-only
+  # file system) writes it into $TMPDIR (else /tmp) instead, under a name
+  # of its own, and says so; `culpert run` finds it there. Before, the
+  # profile was lost, and with the program's stderr gone, silently. The
+  # programs run as nobody under root (file permissions do not stop root),
+  # so they and the library are copied where nobody may read them.
+  chmod 755 "$work"
+  mkdir bin out tmp && chmod 1777 tmp
+  cp "$LIB" bin/libculpert.so && cp "$BIN/wl_basic" bin/wl_basic && chmod 755 bin bin/*
+  if [ "$(id -u)" = 0 ]; then
+    as_other() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+  else
+    chmod 555 out
+    as_other() { "$@"; }
+  fi
+  as_other env LD_PRELOAD="$work/bin/libculpert.so" TMPDIR="$work/tmp/" CULPERT_SAMPLE_RATE=0 \
+    CULPERT_OUTPUT="$work/out/p.pb.gz" "$work/bin/wl_basic" >out.txt 2>err ||
+    fail "wl_basic failed: $(cat err)"
+  expect_line "$(cat err)" "^culpert: cannot write profile $work/out/p.pb.gz: (Permission denied|Operation not permitted); this process's profiles go to $work/tmp instead$" "the refusal"
+  expect_line "$(cat err)" "^culpert: wrote profile to $work/tmp/p.pb.gz \(" "the file written instead"
+  expect_totals tmp/p.pb.gz handle_request/parse "100 100000 40 40000 100"
+  # and before an exec: the image's .exec1 goes there too
+  as_other env LD_PRELOAD="$work/bin/libculpert.so" TMPDIR="$work/tmp" CULPERT_SAMPLE_RATE=0 \
+    CULPERT_OUTPUT="$work/out/e.pb.gz" sh -c 'exec "$0"' "$work/bin/wl_basic" >out.txt 2>err ||
+    fail "wl_basic after sh failed: $(cat err)"
+  expect_line "$(cat err)" "^culpert: wrote profile to $work/tmp/e\.pb\.gz\.exec1 \(" "the .exec1 file"
+  expect_totals tmp/e.pb.gz handle_request/parse "100 100000 40 40000 100"
+  [ -z "$(ls out)" ] || fail "files in the refused directory: $(ls out)"
+  # A child that drops its privileges under `culpert run`: the run's own
+  # profile where it was asked for, the child's in the fallback directory,
+  # listed by the run.
+  if [ "$(id -u)" = 0 ] && [ -n "${BUILD_DIR:-}" ]; then
+    chmod 755 out
+    TMPDIR="$work/tmp" CULPERT_LIB="$work/bin/libculpert.so" "$BUILD_DIR/cli/culpert" run \
+      --rate 0 -o "$work/out/r.pb.gz" --no-report -- sh -c \
+      'setpriv --reuid=65534 --regid=65534 --clear-groups "$0" >/dev/null' "$work/bin/wl_basic" \
+      >out.txt 2>err || fail "culpert run failed: $(cat err)"
+    child=$(sed -n 's/^  wl_basic (pid \([0-9]*\)).*/\1/p' err)
+    [ -n "$child" ] || fail "culpert run did not list wl_basic's profile: $(cat err)"
+    expect_line "$(cat err)" "^  wl_basic \(pid $child\) .* $work/tmp/r\.pb\.gz\.$child$" "the listed file"
+    expect_totals "tmp/r.pb.gz.$child" handle_request/parse "100 100000 40 40000 100"
+    [ -s out/r.pb.gz ] || fail "no profile of the run's own program: $(ls out)"
+  fi
+  ;;
 pid_reused)
   # A process below the first one whose name (FILE.<pid>) is taken by an
   # older file, an earlier process's with the same pid, writes FILE.<pid>.2
