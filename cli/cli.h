@@ -28,6 +28,21 @@ int culpert__cmd_pull(int argc, char **argv);
 /* Print "culpert: error: <fmt...>\n" to stderr. */
 void culpert__error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* getopt_long, except that a long option must be spelled out whole:
+ * "--out" for "--output" returns '?' (an unknown option), with
+ * argv[optind - 1] the word as given, as for any unknown option. A prefix
+ * that is unique today may not be once another option comes, and every
+ * command takes options the same way. */
+struct option;
+int culpert__getopt(int argc, char **argv, const char *optstring, const struct option *longopts);
+
+/* 0 when `path`, the value of option `flag`, may be a file name; else
+ * says why not and returns -1: empty, or a word starting with '-' (other
+ * than "-" itself), which is an option taken as the value ("-o --" or
+ * "-o --rate" with the name forgotten). A file whose name starts with '-'
+ * is still reachable as ./-name. */
+int culpert__path_value_ok(const char *flag, const char *path);
+
 /* argv[0] of the process, for locating libculpert next to the binary. */
 extern const char *culpert__argv0;
 

@@ -221,7 +221,7 @@ int culpert__cmd_info(int argc, char **argv)
 
   optind = 0;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+  while ((c = culpert__getopt(argc, argv, "h", longopts)) != -1) {
     if (c == 'h') {
       help(stdout);
       return CULPERT_EXIT_OK;

@@ -54,7 +54,7 @@ int culpert__cmd_merge(int argc, char **argv)
 
   opterr = 0;
   optind = 1;
-  while ((opt = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
+  while ((opt = culpert__getopt(argc, argv, ":o:h", longopts)) != -1) {
     switch (opt) {
     case 'o':
       output = optarg;
@@ -75,12 +75,10 @@ int culpert__cmd_merge(int argc, char **argv)
     culpert__error("merge: no profile given (try 'culpert merge --help')");
     return CULPERT_EXIT_ERROR;
   }
+  if (output && culpert__path_value_ok("-o", output) != 0)
+    return CULPERT_EXIT_ERROR;
   if (output && strcmp(output, "-") == 0)
     output = NULL;
-  if (output && output[0] == '\0') {
-    culpert__error("-o needs a path");
-    return CULPERT_EXIT_ERROR;
-  }
   struct stat st;
   if (output && stat(output, &st) == 0 && S_ISDIR(st.st_mode)) {
     culpert__error("-o '%s' is a directory; give a file path", output);

@@ -95,7 +95,7 @@ int culpert__cmd_pull(int argc, char **argv)
   culpert__archive_init(&a);
   opterr = 0;
   optind = 1;
-  while ((opt = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+  while ((opt = culpert__getopt(argc, argv, ":ho:", longopts)) != -1) {
     int used = culpert__archive_option(&a, opt, optarg);
     if (used < 0)
       goto out;
@@ -143,12 +143,10 @@ int culpert__cmd_pull(int argc, char **argv)
     culpert__error("bad --latest-of: %s", why);
     goto out;
   }
+  if (output && culpert__path_value_ok("-o", output) != 0)
+    goto out;
   if (output && strcmp(output, "-") == 0)
     output = NULL;
-  if (output && output[0] == '\0') {
-    culpert__error("-o needs a path");
-    goto out;
-  }
   if (output && check_output(output) < 0)
     goto out;
   if (!output && isatty(STDOUT_FILENO)) {

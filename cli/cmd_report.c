@@ -822,7 +822,7 @@ static int parse(int argc, char **argv, struct opts *o)
   int c;
   optind = 0; /* reinitialise getopt (GNU) */
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+  while ((c = culpert__getopt(argc, argv, ":h", longopts)) != -1) {
     switch (c) {
     case 'f':
       want_flat = true;

@@ -851,7 +851,7 @@ static int parse(int argc, char **argv, struct run_opts *o, char *rate_buf, size
   optind = 0;
   opterr = 0;
   /* '+': stop at PROGRAM, so its own options are left alone. */
-  while ((c = getopt_long(argc, argv, "+:o:h", longopts, NULL)) != -1) {
+  while ((c = culpert__getopt(argc, argv, "+:o:h", longopts)) != -1) {
     switch (c) {
     case 'o':
       o->output = optarg;
@@ -910,12 +910,14 @@ static int parse(int argc, char **argv, struct run_opts *o, char *rate_buf, size
 /* What would leave the run without a profile, said before PROGRAM runs
  * for nothing: a statically linked PROGRAM, one the loader runs in secure
  * mode, a profile directory that is missing or read-only, -o naming a
- * directory. -1 (the reason
+ * directory or looking like an option. -1 (the reason
  * printed) or 0. */
 static int refuse_before_run(const struct run_opts *o)
 {
   char prog_file[PATH_MAX];
   const char *secure = NULL;
+  if (o->output != NULL && culpert__path_value_ok("-o", o->output) != 0)
+    return -1;
   if (program_file(o->argv[0], prog_file)) {
     if (statically_linked(prog_file)) {
       culpert__error("%s is statically linked: libculpert, loaded by LD_PRELOAD, sees only "

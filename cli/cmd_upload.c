@@ -59,7 +59,7 @@ int culpert__cmd_upload(int argc, char **argv)
   culpert__archive_init(&a);
   opterr = 0;
   optind = 1;
-  while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+  while ((opt = culpert__getopt(argc, argv, ":h", longopts)) != -1) {
     int used = culpert__archive_option(&a, opt, optarg);
     if (used < 0)
       goto out;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,41 @@ void culpert__error(const char *fmt, ...)
   vfprintf(stderr, fmt, ap);
   va_end(ap);
   fputc('\n', stderr);
+}
+
+int culpert__getopt(int argc, char **argv, const char *optstring, const struct option *longopts)
+{
+  int idx = -1;
+  int c = getopt_long(argc, argv, optstring, longopts, &idx);
+  if (c == -1 || c == '?' || c == ':' || idx < 0)
+    return c;
+  /* The word that named it: the last one taken, or the one before when the
+   * value came as a word of its own ("--top 3", not "--top=3"). */
+  int at = optind - 1;
+  if (optarg != NULL && at > 0 && optarg == argv[at])
+    at--;
+  const char *word = argv[at], *name = longopts[idx].name;
+  size_t len = strcspn(word + 2, "=");
+  if (strncmp(word, "--", 2) == 0 && (len != strlen(name) || strncmp(word + 2, name, len) != 0)) {
+    optind = at + 1;
+    return '?';
+  }
+  return c;
+}
+
+int culpert__path_value_ok(const char *flag, const char *path)
+{
+  if (path[0] == '\0') {
+    culpert__error("%s needs a path", flag);
+    return -1;
+  }
+  if (path[0] == '-' && path[1] != '\0') {
+    culpert__error("%s %s: that is an option, not a file name; give the file after %s (./%s for a "
+                   "file of that name)",
+                   flag, path, flag, path);
+    return -1;
+  }
+  return 0;
 }
 
 static void usage(FILE *f)
