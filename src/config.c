@@ -98,12 +98,16 @@ static int key_char(char c)
          c == '.' || c == '-';
 }
 
+/* Why load_metadata left an entry out. */
+enum meta_fault { META_MALFORMED, META_RESERVED, META_NO_ROOM, META_FAULTS };
+
 /* Copy the valid "key=value" entries of CULPERT_METADATA into c->meta_buf.
  * A key is [A-Za-z0-9_.-]+ and may not start with "culpert."; a value is
- * non-empty printable ASCII. Returns the number of malformed entries. */
-static int load_metadata(struct culpert__config *c, const char *s)
+ * non-empty printable ASCII. Counts the entries left out by why in
+ * count[], and the first of each in first[] (its start, length in len[]). */
+static void load_metadata(struct culpert__config *c, const char *s, unsigned count[META_FAULTS],
+                          const char *first[META_FAULTS], size_t len[META_FAULTS])
 {
-  int bad = 0;
   size_t used = 0;
   while (s != NULL && *s != '\0') {
     const char *end = strchr(s, ',');
@@ -114,21 +118,53 @@ static int load_metadata(struct culpert__config *c, const char *s)
       ok = key_char(*k);
     for (const char *v = eq ? eq + 1 : s; ok && v < s + n; v++)
       ok = *v > ' ' - 1 && *v < 0x7f;
-    if (ok && (size_t)(eq - s) >= 8 && strncmp(s, "culpert.", 8) == 0)
-      ok = 0;
-    if (ok && (c->nmeta >= CULPERT__MAX_META || used + n + 1 > sizeof c->meta_buf))
-      ok = 0;
-    if (ok) {
+    int fault = !ok                                                       ? META_MALFORMED
+                : (size_t)(eq - s) >= 8 && strncmp(s, "culpert.", 8) == 0 ? META_RESERVED
+                : c->nmeta >= CULPERT__MAX_META || used + n + 1 > sizeof c->meta_buf ? META_NO_ROOM
+                                                                                     : -1;
+    if (fault < 0) {
       memcpy(c->meta_buf + used, s, n);
       c->meta_buf[used + n] = '\0';
       c->meta[c->nmeta++] = c->meta_buf + used;
       used += n + 1;
-    } else if (n > 0) {
-      bad++;
+    } else if (n > 0 && count[fault]++ == 0) {
+      first[fault] = s;
+      len[fault] = n;
     }
     s = end ? end + 1 : NULL;
   }
-  return bad;
+}
+
+/* The warnings for what load_metadata left out: one line for each reason,
+ * naming the first entry (its first 40 bytes, printable) and how many more. */
+static void say_metadata_faults(int fd, const unsigned count[META_FAULTS],
+                                const char *const first[META_FAULTS], const size_t len[META_FAULTS])
+{
+  static const char *const why[META_FAULTS] = {
+      "not key=value (a key of letters, digits, '_', '.' and '-'; a value of printable ASCII)",
+      "keys that start with \"culpert.\" are culpert's own",
+      "past what culpert keeps",
+  };
+  for (int f = 0; f < META_FAULTS; f++) {
+    if (count[f] == 0)
+      continue;
+    char shown[48];
+    size_t n = len[f] < 40 ? len[f] : 40;
+    for (size_t i = 0; i < n; i++)
+      shown[i] = first[f][i] >= ' ' && first[f][i] < 0x7f ? first[f][i] : '?';
+    shown[n] = '\0';
+    char more[48] = "";
+    if (count[f] > 1)
+      snprintf(more, sizeof more, " and %u more", count[f] - 1);
+    char reason[128];
+    if (f == META_NO_ROOM)
+      snprintf(reason, sizeof reason, "%s (%u entries, %zu bytes in all)", why[f],
+               CULPERT__MAX_META, sizeof((struct culpert__config *)0)->meta_buf);
+    else
+      snprintf(reason, sizeof reason, "%s", why[f]);
+    culpert__say_fd(fd, "CULPERT_METADATA: ignoring \"%s%s\"%s: %s", shown, len[f] > n ? "..." : "",
+                    more, reason);
+  }
 }
 
 /* An on/off variable: 1, yes, true or on; 0, no, false or off (any case);
@@ -238,9 +274,13 @@ void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int
     c->snapshot_signal = 0;
   }
   v = get("CULPERT_METADATA");
-  if (v != NULL && load_metadata(c, v) > 0)
-    culpert__say_fd(warn_fd,
-                    "CULPERT_METADATA: ignoring malformed entries (want key=value,key2=value2)");
+  if (v != NULL) {
+    unsigned count[META_FAULTS] = {0};
+    const char *first[META_FAULTS] = {NULL};
+    size_t len[META_FAULTS] = {0};
+    load_metadata(c, v, count, first, len);
+    say_metadata_faults(warn_fd, count, first, len);
+  }
 }
 
 static int put(char *buf, size_t n, size_t *at, const char *s, size_t len)

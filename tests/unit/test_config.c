@@ -331,11 +331,33 @@ static void test_config_metadata(void **state)
   assert_string_equal(c.meta[0], "service=api");
   assert_string_equal(c.meta[1], "commit=abc123");
   assert_string_equal(c.meta[2], "ok.key-2=some value");
-  assert_non_null(strstr(warn, "CULPERT_METADATA"));
+  /* one line for each reason, naming the first entry and how many more */
+  assert_non_null(strstr(warn, "CULPERT_METADATA: ignoring \"bad\" and 3 more: not key=value"));
+  assert_non_null(strstr(warn, "CULPERT_METADATA: ignoring \"culpert.rate=9\": keys that start "
+                               "with \"culpert.\" are culpert's own"));
   int lines = 0;
   for (const char *p = warn; *p; p++)
     lines += *p == '\n';
-  assert_int_equal(lines, 1); /* one warning for all malformed entries */
+  assert_int_equal(lines, 2);
+}
+
+/* An entry too long for what culpert keeps is said to be that, not
+ * malformed, and shown cut short. */
+static void test_config_metadata_too_long(void **state)
+{
+  (void)state;
+  static char value[4096];
+  memset(value, 'k', 3000);
+  memcpy(value + 3000, "=v,a=b", 7);
+  const char *env[] = {"CULPERT_METADATA", value, NULL};
+  struct culpert__config c;
+  char warn[1024];
+  load(&c, env, warn, sizeof warn);
+  assert_int_equal(c.nmeta, 1);
+  assert_string_equal(c.meta[0], "a=b");
+  assert_non_null(strstr(warn,
+                         "CULPERT_METADATA: ignoring \"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"
+                         "...\": past what culpert keeps (32 entries, 2048 bytes in all)"));
 }
 
 /* More CULPERT_METADATA entries than culpert keeps: the first
@@ -356,7 +378,8 @@ static void test_config_metadata_too_many(void **state)
   char last[32];
   snprintf(last, sizeof last, "k%u=v%u", CULPERT__MAX_META - 1, CULPERT__MAX_META - 1);
   assert_string_equal(c.meta[CULPERT__MAX_META - 1], last);
-  assert_non_null(strstr(warn, "CULPERT_METADATA: ignoring malformed entries"));
+  assert_non_null(strstr(warn, "CULPERT_METADATA: ignoring \"k32=v32\" and 7 more: past what "
+                               "culpert keeps (32 entries"));
   int lines = 0;
   for (const char *p = warn; *p; p++)
     lines += *p == '\n';
@@ -433,6 +456,7 @@ int main(void)
       cmocka_unit_test(test_config_rate_zero_is_exact),
       cmocka_unit_test(test_config_metadata),
       cmocka_unit_test(test_config_metadata_too_many),
+      cmocka_unit_test(test_config_metadata_too_long),
       cmocka_unit_test(test_config_output_path),
       cmocka_unit_test(test_config_output_copied),
   };
