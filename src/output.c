@@ -1825,6 +1825,17 @@ void culpert__output_exec_failed(struct culpert__exec_note *note)
     culpert__say("the exec failed (%s): removed %s again; the program goes on, and its exit "
                  "profile will hold those samples",
                  strerror(saved), note->path);
+  /* and the in-use-at-peak profile written beside it (write_files), whose
+   * name is made in note->path itself: no room for another on the stack
+   * of a small thread */
+  static const char ext[] = ".pb.gz", peak_ext[] = ".peak.pb.gz";
+  size_t len = strlen(note->path), stem = len;
+  if (len > sizeof ext - 1 && strcmp(note->path + len - (sizeof ext - 1), ext) == 0)
+    stem = len - (sizeof ext - 1);
+  if (note->written == 2 && culpert__cfg.peak && stem + sizeof peak_ext <= sizeof note->path) {
+    memcpy(note->path + stem, peak_ext, sizeof peak_ext);
+    unlink(note->path);
+  }
   if (note->locked)
     write_lock_release();
   note->locked = note->written = 0;

@@ -1266,6 +1266,14 @@ peak)
   CULPERT_SAMPLE_RATE=0 CULPERT_QUIET=1 CULPERT_OUTPUT="$work/off.pb.gz" \
     run_pre "$BIN/wl_basic" >out 2>err || fail "wl_basic failed: $(cat err)"
   [ -f off.pb.gz ] && [ ! -e off.peak.pb.gz ] || fail "CULPERT_PEAK unset: files $(ls)"
+  # an exec that fails takes back the in-use-at-peak file it wrote before
+  # too: bash runs a file that is no program itself, after its exec failed
+  printf 'true\n' >bogus && chmod +x bogus
+  CULPERT_PEAK=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/xf.pb.gz" \
+    run_pre bash -c './bogus; true' >out 2>err || fail "bash failed: $(cat err)"
+  expect_line "$(cat err)" "^culpert: the exec failed \(Exec format error\): removed $work/xf\.pb\.gz\.[0-9]+\.exec1 again" \
+    "the failed exec's file"
+  [ -z "$(ls xf.*.exec* 2>/dev/null)" ] || fail "left after the failed exec: $(ls xf.*.exec*)"
   # a profile written in place (a device) has no file beside it: said once
   CULPERT_PEAK=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT=/dev/null \
     run_pre "$BIN/wl_basic" >out 2>err || fail "wl_basic failed: $(cat err)"
