@@ -868,8 +868,10 @@ static enum whose file_owner(const char *path)
  * there, or, at a name of the process's own (OWN_NAME, see own_name),
  * never over another's file; with FALL_BACK, the caller writes elsewhere
  * when the directory refuses the file (may_fall_back), and write_file does
- * not say it failed. */
-enum { REPLACE = 0, OWN_NAME = 1, FALL_BACK = 2 };
+ * not say it failed. With SHARED_DIR (the fallback directory, which every
+ * user may write), nothing but a regular file is the process's own: a
+ * symbolic link or a FIFO there is another's, never written through. */
+enum { REPLACE = 0, OWN_NAME = 1, FALL_BACK = 2, SHARED_DIR = 4 };
 
 /* Put the written temporary file `tmp` at `path`. At an own name, a hard
  * link puts it there only if the name is free, so that of two processes
@@ -885,7 +887,7 @@ static int place_file(const char *tmp, const char *path, unsigned place)
     }
     int linked = errno;
     enum whose w = file_owner(path);
-    if (w == ANOTHERS)
+    if (w == ANOTHERS || (w == NOT_REGULAR && (place & SHARED_DIR) != 0))
       return -EEXIST;
     if (linked != EEXIST || w != NOBODYS)
       break; /* no hard links here, or a file of this process's own: replace it */
@@ -944,7 +946,7 @@ static int write_file(const char *path, unsigned place, const struct records *r,
   int rc = encode_profile(r, &buf, &len, &nsamples, which == PEAK_PROFILE);
   if (rc != 0)
     goto out;
-  if (in_place(path)) {
+  if ((place & SHARED_DIR) == 0 && in_place(path)) {
     rc = write_in_place(path, buf, len);
     goto out;
   }
@@ -1012,7 +1014,7 @@ static int write_files(const char *path, unsigned place, int peak_too, enum say_
 {
   char peak[2 * CULPERT__PATH_MAX + 16];
   int with_peak = 0;
-  if (peak_too && in_place(path)) {
+  if (peak_too && (place & SHARED_DIR) == 0 && in_place(path)) {
     if (say_failure)
       culpert__say("CULPERT_PEAK: %s is not a regular file; no in-use-at-peak profile written",
                    path);
@@ -1034,7 +1036,7 @@ static int write_files(const char *path, unsigned place, int peak_too, enum say_
   rc = write_file(path, place, &r, PROFILE, say_ok, say_failure);
   /* The peak's name follows the profile's: not when that was another's */
   if (with_peak && rc != -EEXIST)
-    write_file(peak, place & FALL_BACK, &r, PEAK_PROFILE,
+    write_file(peak, place & (FALL_BACK | SHARED_DIR), &r, PEAK_PROFILE,
                say_ok == OK_SAY_PERIODIC ? OK_SAY : say_ok, say_failure);
   records_free(&r);
   return rc;
@@ -1104,7 +1106,8 @@ static int write_exit_files(char *path, size_t n, int choose, enum say_ok say_ok
 {
   int rc = 0;
   for (int tries = 0; tries < 100; tries++) {
-    unsigned place = (own_named() ? OWN_NAME : REPLACE) | FALL_BACK;
+    unsigned place =
+        (own_named() ? OWN_NAME : REPLACE) | FALL_BACK | (use_fallback ? SHARED_DIR : 0);
     rc = write_files(path, place, culpert__cfg.peak, say_ok, say_failure);
     int taken = rc == -EEXIST && (place & OWN_NAME) != 0, refused = may_fall_back(path, rc);
     if ((!taken && !refused) || !choose)
@@ -1161,7 +1164,8 @@ static int template_has_pid(const char *tmpl)
  * one takes "<path>.2" (or .3, ...) instead. Its own file, from an
  * earlier write or from an image before an exec, it writes over, and
  * anything but a regular file (a FIFO, a device) it writes through, as
- * ever. place_file keeps the choice good against another process making
+ * ever, but in the fallback directory, where anyone may have put a
+ * symbolic link or a FIFO (SHARED_DIR). place_file keeps the choice good against another process making
  * the same one at the same moment. */
 static int own_name(char *path, size_t n)
 {
@@ -1180,7 +1184,8 @@ static int own_name(char *path, size_t n)
       if (w < 0 || (size_t)w >= n - len)
         return -ENAMETOOLONG;
     }
-    if (file_owner(path) != ANOTHERS) {
+    enum whose w = file_owner(path);
+    if (w == NOBODYS || w == OWN || (w == NOT_REGULAR && !use_fallback)) {
       if (strlen(path) < sizeof own_path)
         strcpy(own_path, path);
       return 0;

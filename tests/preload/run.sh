@@ -704,6 +704,20 @@ refused_directory)
   expect_line "$(cat err)" "^culpert: wrote profile to $work/tmp/e\.pb\.gz\.exec1 \(" "the .exec1 file"
   expect_totals tmp/e.pb.gz handle_request/parse "100 100000 40 40000 100"
   [ -z "$(ls out)" ] || fail "files in the refused directory: $(ls out)"
+  # In the fallback directory, which anyone may write, a symbolic link or a
+  # FIFO at the name is another's: never written through (a link there
+  # would have the process overwrite whatever it leads to).
+  : >victim && { [ "$(id -u)" != 0 ] || chown 65534:65534 victim; }
+  as_other ln -s "$work/victim" tmp/l.pb.gz && as_other mkfifo tmp/f.pb.gz
+  for n in l f; do
+    as_other env LD_PRELOAD="$work/bin/libculpert.so" TMPDIR="$work/tmp" CULPERT_SAMPLE_RATE=0 \
+      CULPERT_PEAK=1 CULPERT_OUTPUT="$work/out/$n.pb.gz" "$work/bin/wl_basic" >out.txt 2>err ||
+      fail "wl_basic failed: $(cat err)"
+    expect_line "$(cat err)" "^culpert: wrote profile to $work/tmp/$n\.pb\.gz\.2 \(" "the name beside the $n"
+    expect_totals "tmp/$n.pb.gz.2" handle_request/parse "100 100000 40 40000 100"
+  done
+  [ -s victim ] && fail "a profile was written through the symbolic link in the fallback directory"
+  [ -L tmp/l.pb.gz ] && [ -p tmp/f.pb.gz ] || fail "the link or the FIFO was replaced: $(ls -l tmp)"
   # A child that drops its privileges under `culpert run`: the run's own
   # profile where it was asked for, the child's in the fallback directory,
   # listed by the run.
