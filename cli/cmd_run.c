@@ -720,8 +720,13 @@ static long find_others(const char *out, long own, const struct timespec *since,
   size_t n = 0, cap = 0;
   bool listed = false;
   /* the profile's directory, then the one processes fall back to */
+  struct stat here, there;
   for (int pass = 0; pass < 2; pass++) {
-    if (pass == 1 && strcmp(fallback, dir[0] ? dir : "/") == 0)
+    /* the same directory, however it is spelled (TMPDIR through a
+     * symbolic link, with "//" or "/./"), is listed once */
+    if (pass == 1 && (strcmp(fallback, dir[0] ? dir : "/") == 0 ||
+                      (stat(dir[0] ? dir : "/", &here) == 0 && stat(fallback, &there) == 0 &&
+                       here.st_dev == there.st_dev && here.st_ino == there.st_ino)))
       break;
     if (pass == 1)
       strcpy(dir, fallback);

@@ -733,6 +733,16 @@ refused_directory)
     expect_totals "tmp/r.pb.gz.$child" handle_request/parse "100 100000 40 40000 100"
     [ -s out/r.pb.gz ] || fail "no profile of the run's own program: $(ls out)"
   fi
+  # The fallback directory is the profile's own, spelled another way
+  # (TMPDIR through a symbolic link): its files are listed once, and the
+  # report counts them once.
+  if [ -n "${BUILD_DIR:-}" ]; then
+    mkdir same && ln -s same same.link
+    TMPDIR="$work/same.link" CULPERT_LIB="$LIB" "$BUILD_DIR/cli/culpert" run --rate 0 \
+      -o "$work/same/s.pb.gz" --no-report -- sh -c '"$0" >/dev/null' "$BIN/wl_basic" \
+      >out.txt 2>err || fail "culpert run failed: $(cat err)"
+    [ "$(grep -c '^  wl_basic (pid' err)" = 1 ] || fail "wl_basic's profile listed once? $(cat err)"
+  fi
   ;;
 pid_reused)
   # A process below the first one whose name (FILE.<pid>) is taken by an
