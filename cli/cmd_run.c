@@ -632,27 +632,98 @@ static void fallback_dir(char out[PATH_MAX])
     out[len - 1] = '\0';
 }
 
+/* The start of PROGRAM's mark, which libculpert puts in the gzip header
+ * of each file it writes (output.c, find_owner_mark): "pid=P start=T
+ * pidns=I ", PROGRAM's pid, its start in clock ticks since boot and the
+ * pid namespace it shares with culpert run. Read before the child is
+ * reaped (a zombie's stat is still there); empty when /proc cannot tell. */
+static void program_mark(pid_t pid, char *out, size_t n)
+{
+  char path[64], line[1024];
+  struct stat ns;
+  out[0] = '\0';
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+  FILE *f = fopen(path, "re");
+  if (f == NULL)
+    return;
+  size_t got = fread(line, 1, sizeof line - 1, f);
+  fclose(f);
+  line[got] = '\0';
+  const char *p = strrchr(line, ')');
+  for (int field = 2; p != NULL && field < 22; field++)
+    p = strchr(p + 1, ' ');
+  if (p == NULL || stat("/proc/self/ns/pid", &ns) != 0)
+    return;
+  snprintf(out, n, "pid=%ld start=%llu pidns=%llu ", (long)pid, strtoull(p + 1, NULL, 10),
+           (unsigned long long)ns.st_ino);
+}
+
+/* Whether the gzip header of the file at `path` carries a mark (subfield
+ * "Cu" of the extra field) that starts with `mark`. */
+static bool has_mark(const char *path, const char *mark)
+{
+  unsigned char h[12 + 4 + 256];
+  size_t mlen = strlen(mark);
+  FILE *f = mlen > 0 ? fopen(path, "re") : NULL;
+  if (f == NULL)
+    return false;
+  size_t got = fread(h, 1, sizeof h, f);
+  fclose(f);
+  if (got < 12 || h[0] != 0x1f || h[1] != 0x8b || (h[3] & 4) == 0)
+    return false;
+  size_t end = 12 + (h[10] | (size_t)h[11] << 8);
+  if (end > got)
+    end = got;
+  for (size_t at = 12; at + 4 <= end;) {
+    size_t sub = h[at + 2] | (size_t)h[at + 3] << 8;
+    if (h[at] == 'C' && h[at + 1] == 'u' && sub >= mlen && at + 4 + mlen <= end &&
+        memcmp(h + at + 4, mark, mlen) == 0)
+      return true;
+    at += 4 + sub;
+  }
+  return false;
+}
+
 /* When PROGRAM's directory refused its profile, the library wrote it into
- * the fallback directory under the same name: then `out` (len bytes)
- * becomes that file, written since the run began. */
-static bool moved_to_fallback(char *out, size_t len, const struct timespec *since)
+ * the fallback directory under the same name, or, when that was taken by
+ * another process's file, NAME.2, NAME.3 ...: the one written since the
+ * run began that carries PROGRAM's `mark` (without one, NAME alone). Then
+ * `out` (len bytes) becomes that file, unless the file at `out` is newer
+ * (`written`: PROGRAM wrote it this run, as it did before it dropped its
+ * privileges and lost the directory). */
+static bool moved_to_fallback(char *out, size_t len, bool written, const struct timespec *since,
+                              const char *mark)
 {
   char dir[PATH_MAX], moved[PATH_MAX];
   const char *slash = strrchr(out, '/');
-  struct stat st;
+  struct stat st, there;
   fallback_dir(dir);
-  if (slash == NULL ||
-      snprintf(moved, sizeof moved, "%s/%s", dir, slash + 1) >= (int)sizeof moved ||
-      strcmp(moved, out) == 0 || strlen(moved) >= len || stat(moved, &st) != 0 ||
-      !S_ISREG(st.st_mode) || !not_before(&st.st_mtim, since))
+  if (slash == NULL || (written && (mark[0] == '\0' || stat(out, &there) != 0)))
     return false;
-  strcpy(out, moved);
-  return true;
+  for (unsigned k = 1; k < 1000 && (k == 1 || mark[0] != '\0'); k++) {
+    int w = k == 1 ? snprintf(moved, sizeof moved, "%s/%s", dir, slash + 1)
+                   : snprintf(moved, sizeof moved, "%s/%s.%u", dir, slash + 1, k);
+    if (w < 0 || w >= (int)sizeof moved || strcmp(moved, out) == 0 || strlen(moved) >= len)
+      return false;
+    if (stat(moved, &st) != 0) {
+      if (errno == ENOENT)
+        break; /* the names are taken in turn */
+      continue;
+    }
+    if (!S_ISREG(st.st_mode) || !not_before(&st.st_mtim, since) ||
+        (mark[0] != '\0' && !has_mark(moved, mark)))
+      continue;
+    if (written && !not_before(&st.st_mtim, &there.st_mtim))
+      return false;
+    strcpy(out, moved);
+    return true;
+  }
+  return false;
 }
 
 /* The profiles in directory `d` (named `dir`) that find_others lists,
  * added to *v after the first n; returns the new count. */
-static size_t scan_dir(DIR *d, const char *dir, const char *base, long own,
+static size_t scan_dir(DIR *d, const char *dir, const char *base, long own, const char *mark,
                        const struct timespec *since, struct other **v, size_t n, size_t *capp)
 {
   size_t cap = *capp;
@@ -664,6 +735,10 @@ static size_t scan_dir(DIR *d, const char *dir, const char *base, long own,
     char path[PATH_MAX];
     if (pid < 0 || snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path ||
         stat(path, &st) != 0 || !S_ISREG(st.st_mode) || !not_before(&st.st_mtim, since))
+      continue;
+    /* NAME.2 is PROGRAM's own profile when it carries its mark (see
+     * moved_to_fallback), not that of a process with pid 2 */
+    if (seq == 0 && mark[0] != '\0' && has_mark(path, mark))
       continue;
     if (n == cap) {
       struct other *grown = realloc(*v, (cap = cap ? 2 * cap : 8) * sizeof **v);
@@ -706,7 +781,8 @@ static size_t scan_dir(DIR *d, const char *dir, const char *base, long own,
  * Sorted by allocated bytes, largest first. Returns how many, or -1 (*v NULL) when none could be
  * listed.
  */
-static long find_others(const char *out, long own, const struct timespec *since, struct other **v)
+static long find_others(const char *out, long own, const char *mark, const struct timespec *since,
+                        struct other **v)
 {
   char dir[PATH_MAX], fallback[PATH_MAX];
   *v = NULL;
@@ -734,7 +810,7 @@ static long find_others(const char *out, long own, const struct timespec *since,
     if (d == NULL)
       continue;
     listed = true;
-    n = scan_dir(d, dir, base, own, since, v, n, &cap);
+    n = scan_dir(d, dir, base, own, mark, since, v, n, &cap);
     closedir(d);
   }
   if (!listed)
@@ -1045,6 +1121,12 @@ int culpert__cmd_run(int argc, char **argv)
   while (got < 0 && errno == EINTR);
 
   int ws = 0;
+  char mark[128];
+  /* once it has ended (or exec'd): the start that /proc gives is the same */
+  siginfo_t ended;
+  while (waitid(P_PID, (id_t)pid, &ended, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+    ;
+  program_mark(pid, mark, sizeof mark);
   while (waitpid(pid, &ws, 0) < 0) {
     if (errno != EINTR) {
       culpert__error("waiting for %s: %s", o.argv[0], strerror(errno));
@@ -1078,9 +1160,9 @@ int culpert__cmd_run(int argc, char **argv)
   bool written = stat(out, &after) == 0 && (!existed || after.st_ino != before.st_ino ||
                                             after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
                                             after.st_mtim.tv_nsec != before.st_mtim.tv_nsec);
-  others = find_others(out, (long)pid, &since, &other);
-  if (!written)
-    written = moved_to_fallback(out, sizeof out, &since);
+  others = find_others(out, (long)pid, mark, &since, &other);
+  if (moved_to_fallback(out, sizeof out, written, &since, mark))
+    written = true;
   /* A shell script or a compiler driver, say: PROGRAM hands the work on,
    * and its own profile holds nothing, or next to nothing (under 1% of
    * what the run's processes allocated, however many samples the rate

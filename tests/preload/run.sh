@@ -732,6 +732,18 @@ refused_directory)
     expect_line "$(cat err)" "^  wl_basic \(pid $child\) .* $work/tmp/r\.pb\.gz\.$child$" "the listed file"
     expect_totals "tmp/r.pb.gz.$child" handle_request/parse "100 100000 40 40000 100"
     [ -s out/r.pb.gz ] || fail "no profile of the run's own program: $(ls out)"
+    # PROGRAM itself drops them, twice: the second run's profile is
+    # tmp/d.pb.gz.2 (the first run's has the name), and it is PROGRAM's,
+    # not that of a process with pid 2.
+    chmod 755 out
+    for i in 1 2; do
+      TMPDIR="$work/tmp" CULPERT_LIB="$work/bin/libculpert.so" "$BUILD_DIR/cli/culpert" run \
+        --rate 0 -o "$work/out/d.pb.gz" --no-report -- \
+        setpriv --reuid=65534 --regid=65534 --clear-groups "$work/bin/wl_basic" \
+        >out.txt 2>err || fail "culpert run $i failed: $(cat err)"
+    done
+    expect_line "$(cat err)" "^culpert: wrote profile to $work/tmp/d\.pb\.gz\.2 \(" "the second run's profile"
+    expect_no_line "$(cat err)" "pid 2\)|wrote no profile" "the second run's listing"
   fi
   # The fallback directory is the profile's own, spelled another way
   # (TMPDIR through a symbolic link): its files are listed once, and the
