@@ -1165,8 +1165,8 @@ static int template_has_pid(const char *tmpl)
  * earlier write or from an image before an exec, it writes over, and
  * anything but a regular file (a FIFO, a device) it writes through, as
  * ever, but in the fallback directory, where anyone may have put a
- * symbolic link or a FIFO (SHARED_DIR). place_file keeps the choice good against another process making
- * the same one at the same moment. */
+ * symbolic link or a FIFO (SHARED_DIR). place_file keeps the choice good against another process
+ * making the same one at the same moment. */
 static int own_name(char *path, size_t n)
 {
   if (own_path[0] != '\0') {
