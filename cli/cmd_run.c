@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "bytesize.h"
+#include "gzmark.h"
 #include "cli.h"
 #include "format.h"
 #include "profile.h"
@@ -658,30 +659,17 @@ static void program_mark(pid_t pid, char *out, size_t n)
            (unsigned long long)ns.st_ino);
 }
 
-/* Whether the gzip header of the file at `path` carries a mark (subfield
- * "Cu" of the extra field) that starts with `mark`. */
+/* Whether the gzip header of the file at `path` carries a mark that
+ * starts with `mark` (gzmark.h). */
 static bool has_mark(const char *path, const char *mark)
 {
-  unsigned char h[12 + 4 + 256];
-  size_t mlen = strlen(mark);
-  FILE *f = mlen > 0 ? fopen(path, "re") : NULL;
+  unsigned char h[CULPERT__GZMARK_HEAD];
+  FILE *f = mark[0] != '\0' ? fopen(path, "re") : NULL;
   if (f == NULL)
     return false;
   size_t got = fread(h, 1, sizeof h, f);
   fclose(f);
-  if (got < 12 || h[0] != 0x1f || h[1] != 0x8b || (h[3] & 4) == 0)
-    return false;
-  size_t end = 12 + (h[10] | (size_t)h[11] << 8);
-  if (end > got)
-    end = got;
-  for (size_t at = 12; at + 4 <= end;) {
-    size_t sub = h[at + 2] | (size_t)h[at + 3] << 8;
-    if (h[at] == 'C' && h[at + 1] == 'u' && sub >= mlen && at + 4 + mlen <= end &&
-        memcmp(h + at + 4, mark, mlen) == 0)
-      return true;
-    at += 4 + sub;
-  }
-  return false;
+  return culpert__gzmark_has(h, got, mark, strlen(mark), 1);
 }
 
 /* When PROGRAM's directory refused its profile, the library wrote it into

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "demangle.h"
+#include "gzmark.h"
 #include "internal.h"
 #include "loader.h"
 #include "symbolize.h"
@@ -127,7 +128,7 @@ static char own_path[2 * CULPERT__PATH_MAX];
  * file it writes: taken at start-up and by a fork child, since the copies
  * that write for it at a signal or at _exit are processes of their own.
  * Empty when /proc cannot tell. */
-static char owner_mark[CULPERT__WRITER_MARK_MAX];
+static char owner_mark[CULPERT__GZMARK_MAX];
 static size_t owner_mark_len;
 
 /* The file on stderr when culpert started: messages go there only while
@@ -844,24 +845,11 @@ static enum whose file_owner(const char *path)
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0)
     return errno == ENOENT ? NOBODYS : ANOTHERS;
-  /* gzip: 1f 8b, method, flags (4: an extra field), mtime, xfl, os, then
-   * the extra field's length and its subfields (id, length, data) */
-  unsigned char h[12 + 4 + CULPERT__WRITER_MARK_MAX];
+  unsigned char h[CULPERT__GZMARK_HEAD];
   ssize_t got = read(fd, h, sizeof h);
   close(fd);
-  if (got < 12 || h[0] != 0x1f || h[1] != 0x8b || (h[3] & 4) == 0)
-    return ANOTHERS;
-  size_t end = 12 + (h[10] | (size_t)h[11] << 8);
-  if (end > (size_t)got)
-    end = (size_t)got;
-  for (size_t at = 12; at + 4 <= end;) {
-    size_t len = h[at + 2] | (size_t)h[at + 3] << 8;
-    if (h[at] == 'C' && h[at + 1] == 'u' && len == owner_mark_len && at + 4 + len <= end &&
-        memcmp(h + at + 4, owner_mark, len) == 0)
-      return OWN;
-    at += 4 + len;
-  }
-  return ANOTHERS;
+  return got > 0 && culpert__gzmark_has(h, (size_t)got, owner_mark, owner_mark_len, 0) ? OWN
+                                                                                       : ANOTHERS;
 }
 
 /* How write_file puts a profile at its name (flags): over whatever is
@@ -992,7 +980,8 @@ out:
 }
 
 /* CULPERT_PEAK's file beside the profile at `path`: "NAME.pb.gz" gives
- * "NAME.peak.pb.gz", any other name gets ".peak.pb.gz" added. */
+ * "NAME.peak.pb.gz", any other name gets ".peak.pb.gz" added. `out` (n
+ * bytes) may be `path`. */
 static int peak_path(const char *path, char *out, size_t n)
 {
   static const char ext[] = ".pb.gz";
@@ -1001,7 +990,7 @@ static int peak_path(const char *path, char *out, size_t n)
     stem = len - (sizeof ext - 1);
   if (stem + sizeof ".peak.pb.gz" > n)
     return -ENAMETOOLONG;
-  memcpy(out, path, stem);
+  memmove(out, path, stem); /* out may be path itself */
   memcpy(out + stem, ".peak.pb.gz", sizeof ".peak.pb.gz");
   return 0;
 }
@@ -1164,9 +1153,9 @@ static int template_has_pid(const char *tmpl)
  * one takes "<path>.2" (or .3, ...) instead. Its own file, from an
  * earlier write or from an image before an exec, it writes over, and
  * anything but a regular file (a FIFO, a device) it writes through, as
- * ever, but in the fallback directory, where anyone may have put a
- * symbolic link or a FIFO (SHARED_DIR). place_file keeps the choice good against another process
- * making the same one at the same moment. */
+ * ever, except in the fallback directory, where anyone may have put a
+ * symbolic link or a FIFO (SHARED_DIR). place_file keeps the choice good
+ * against another process making the same one at the same moment. */
 static int own_name(char *path, size_t n)
 {
   if (own_path[0] != '\0') {
@@ -1830,17 +1819,12 @@ void culpert__output_exec_failed(struct culpert__exec_note *note)
     culpert__say("the exec failed (%s): removed %s again; the program goes on, and its exit "
                  "profile will hold those samples",
                  strerror(saved), note->path);
-  /* and the in-use-at-peak profile written beside it (write_files), whose
-   * name is made in note->path itself: no room for another on the stack
-   * of a small thread */
-  static const char ext[] = ".pb.gz", peak_ext[] = ".peak.pb.gz";
-  size_t len = strlen(note->path), stem = len;
-  if (len > sizeof ext - 1 && strcmp(note->path + len - (sizeof ext - 1), ext) == 0)
-    stem = len - (sizeof ext - 1);
-  if (note->written == 2 && culpert__cfg.peak && stem + sizeof peak_ext <= sizeof note->path) {
-    memcpy(note->path + stem, peak_ext, sizeof peak_ext);
+  /* and the in-use-at-peak profile written beside it (write_files), its
+   * name made in note->path itself: no room for another on the stack of
+   * a small thread */
+  if (note->written == 2 && culpert__cfg.peak &&
+      peak_path(note->path, note->path, sizeof note->path) == 0)
     unlink(note->path);
-  }
   if (note->locked)
     write_lock_release();
   note->locked = note->written = 0;

@@ -747,18 +747,12 @@ static int gzip(const unsigned char *in, size_t inlen, const char *mark, size_t 
     return -ENOMEM;
   int rc = 0;
   unsigned char *buf = NULL;
-  /* The extra field: subfield id "Cu", its length (little-endian), the mark. */
-  unsigned char extra[4 + CULPERT__WRITER_MARK_MAX];
+  unsigned char extra[4 + CULPERT__GZMARK_MAX];
   gz_header head;
-  if (mark != NULL && mark_len <= CULPERT__WRITER_MARK_MAX) {
+  if (mark != NULL && mark_len <= CULPERT__GZMARK_MAX) {
     memset(&head, 0, sizeof head);
-    extra[0] = 'C';
-    extra[1] = 'u';
-    extra[2] = (unsigned char)(mark_len & 0xff);
-    extra[3] = (unsigned char)(mark_len >> 8);
-    memcpy(extra + 4, mark, mark_len);
     head.extra = extra;
-    head.extra_len = (uInt)(4 + mark_len);
+    head.extra_len = (uInt)culpert__gzmark_extra(extra, mark, mark_len);
     head.os = 3; /* Unix, as without a header of our own */
     if (deflateSetHeader(&zs, &head) != Z_OK) {
       rc = -EINVAL;

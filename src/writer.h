@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gzmark.h"
+
 /* One span path node. Index 0 of the array is unused (0 means "no span"). */
 struct culpert__wspan {
   const char *name; /* NUL-terminated, never NULL */
@@ -52,16 +54,12 @@ struct culpert__wprofile {
   size_t ncomments;
   /* CULPERT__WRITER_* flags; 0 (the default) symbolizes fully. */
   unsigned flags;
-  /* Bytes for the gzip header's extra field, as subfield "Cu" (RFC 1952,
-   * 2.3.1.1), or NULL: at most CULPERT__WRITER_MARK_MAX of them. The
-   * collector marks each file with the process that wrote it, so that it
-   * can tell its own files from another's without reading the profile
-   * (output.c). Readers of gzip skip the field. */
+  /* The writer's mark for the gzip header (gzmark.h), or NULL: at most
+   * CULPERT__GZMARK_MAX bytes. The collector marks each file with the
+   * process that wrote it (output.c). */
   const char *mark;
   size_t mark_len;
 };
-
-#define CULPERT__WRITER_MARK_MAX 200
 
 /* Function names only: no DWARF file names, line numbers or inlined frames
  * (reading DWARF is most of the writer's time on big binaries). */
