@@ -624,11 +624,16 @@ static int64_t others_bytes(const struct other *v, long n)
 
 /* Where libculpert writes a process's profiles when the directory of its
  * name refuses them (a service that dropped its privileges): $TMPDIR when
- * absolute, else /tmp, as the library finds it. */
+ * an absolute path to a directory, else /tmp, as the library finds it. */
 static void fallback_dir(char out[PATH_MAX])
 {
   const char *t = getenv("TMPDIR");
-  snprintf(out, PATH_MAX, "%s", t != NULL && t[0] == '/' && strlen(t) < PATH_MAX ? t : "/tmp");
+  struct stat st;
+  snprintf(out, PATH_MAX, "%s",
+           t != NULL && t[0] == '/' && strlen(t) < PATH_MAX && stat(t, &st) == 0 &&
+                   S_ISDIR(st.st_mode)
+               ? t
+               : "/tmp");
   for (size_t len = strlen(out); len > 1 && out[len - 1] == '/'; len--)
     out[len - 1] = '\0';
 }

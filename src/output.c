@@ -118,7 +118,7 @@ static char exe_name[256];
 static char start_dir[CULPERT__PATH_MAX];
 /* Where the process's profiles go once the directory of its name refused
  * one (use_fallback, see fall_back): $TMPDIR as it was at start-up when
- * absolute, else /tmp. */
+ * an absolute path to a directory, else /tmp. */
 static char fallback_dir[CULPERT__PATH_MAX];
 static int use_fallback;
 /* The name a process below the first one writes under, once chosen
@@ -1037,11 +1037,13 @@ static int own_named(void)
   return owner_mark_len != 0 && (is_child || template_has_pid(culpert__cfg.output) || use_fallback);
 }
 
-/* fallback_dir: $TMPDIR when absolute, else /tmp. */
+/* fallback_dir: $TMPDIR when an absolute path to a directory, else /tmp. */
 static void find_fallback_dir(void)
 {
   const char *t = env_get("TMPDIR");
-  if (t == NULL || t[0] != '/' || strlen(t) >= sizeof fallback_dir)
+  struct stat st;
+  if (t == NULL || t[0] != '/' || strlen(t) >= sizeof fallback_dir || stat(t, &st) != 0 ||
+      !S_ISDIR(st.st_mode))
     t = "/tmp";
   strcpy(fallback_dir, t);
   for (size_t len = strlen(fallback_dir); len > 1 && fallback_dir[len - 1] == '/'; len--)

@@ -704,6 +704,13 @@ refused_directory)
   expect_line "$(cat err)" "^culpert: wrote profile to $work/tmp/e\.pb\.gz\.exec1 \(" "the .exec1 file"
   expect_totals tmp/e.pb.gz handle_request/parse "100 100000 40 40000 100"
   [ -z "$(ls out)" ] || fail "files in the refused directory: $(ls out)"
+  # $TMPDIR that is no directory: /tmp (the name is this case's own)
+  name=$(basename "$work").pb.gz
+  as_other env LD_PRELOAD="$work/bin/libculpert.so" TMPDIR="$work/missing" CULPERT_SAMPLE_RATE=0 \
+    CULPERT_OUTPUT="$work/out/$name" "$work/bin/wl_basic" >out.txt 2>err ||
+    fail "wl_basic failed: $(cat err)"
+  expect_line "$(cat err)" "^culpert: wrote profile to /tmp/$name \(" "the file in /tmp"
+  rm -f "/tmp/$name"
   # In the fallback directory, which anyone may write, a symbolic link or a
   # FIFO at the name is another's: never written through (a link there
   # would have the process overwrite whatever it leads to).
