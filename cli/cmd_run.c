@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/random.h>
 #include <sys/types.h>
 #include <sys/xattr.h>
 #include <sys/wait.h>
@@ -664,17 +665,44 @@ static void program_mark(pid_t pid, char *out, size_t n)
            (unsigned long long)ns.st_ino);
 }
 
-/* Whether the gzip header of the file at `path` carries a mark that
- * starts with `mark` (gzmark.h). */
-static bool has_mark(const char *path, const char *mark)
+/* Whether the gzip header of the file at `path` has subfield `id`
+ * (gzmark.h: "Cu" the writer's mark, "Cr" the run's id) equal to `want`,
+ * or with prefix, starting with it. */
+static bool header_says(const char *path, const char *id, const char *want, bool prefix)
 {
   unsigned char h[CULPERT__GZMARK_HEAD];
-  FILE *f = mark[0] != '\0' ? fopen(path, "re") : NULL;
+  size_t len = 0, wlen = strlen(want);
+  FILE *f = wlen > 0 ? fopen(path, "re") : NULL;
   if (f == NULL)
     return false;
   size_t got = fread(h, 1, sizeof h, f);
   fclose(f);
-  return culpert__gzmark_has(h, got, mark, strlen(mark), 1);
+  const unsigned char *data = culpert__gzmark_find(h, got, id, &len);
+  return data != NULL && (prefix ? len >= wlen : len == wlen) && memcmp(data, want, wlen) == 0;
+}
+
+/* Whether the gzip header of the file at `path` carries a mark that
+ * starts with `mark`. */
+static bool has_mark(const char *path, const char *mark)
+{
+  return header_says(path, "Cu", mark, true);
+}
+
+/* This run's id (CULPERT_RUN_ID, which its processes put in their files):
+ * 16 hex digits, random. */
+static char run_id[17];
+
+static void make_run_id(void)
+{
+  unsigned char r[8];
+  if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 48);
+    memcpy(r, &x, sizeof r);
+  }
+  for (size_t i = 0; i < sizeof r; i++)
+    snprintf(run_id + 2 * i, 3, "%02x", r[i]);
 }
 
 /* When PROGRAM's directory refused its profile, the library wrote it into
@@ -715,9 +743,12 @@ static bool moved_to_fallback(char *out, size_t len, bool written, const struct 
 }
 
 /* The profiles in directory `d` (named `dir`) that find_others lists,
- * added to *v after the first n; returns the new count. */
+ * added to *v after the first n; returns the new count. With `shared`
+ * (the fallback directory, where other runs write too), only those that
+ * carry this run's id. */
 static size_t scan_dir(DIR *d, const char *dir, const char *base, long own, const char *mark,
-                       const struct timespec *since, struct other **v, size_t n, size_t *capp)
+                       bool shared, const struct timespec *since, struct other **v, size_t n,
+                       size_t *capp)
 {
   size_t cap = *capp;
   struct dirent *e;
@@ -727,7 +758,8 @@ static size_t scan_dir(DIR *d, const char *dir, const char *base, long own, cons
     struct stat st;
     char path[PATH_MAX];
     if (pid < 0 || snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path ||
-        stat(path, &st) != 0 || !S_ISREG(st.st_mode) || !not_before(&st.st_mtim, since))
+        stat(path, &st) != 0 || !S_ISREG(st.st_mode) || !not_before(&st.st_mtim, since) ||
+        (shared && !header_says(path, "Cr", run_id, false)))
       continue;
     /* NAME.2 is PROGRAM's own profile when it carries its mark (see
      * moved_to_fallback), not that of a process with pid 2 */
@@ -803,7 +835,7 @@ static long find_others(const char *out, long own, const char *mark, const struc
     if (d == NULL)
       continue;
     listed = true;
-    n = scan_dir(d, dir, base, own, mark, since, v, n, &cap);
+    n = scan_dir(d, dir, base, own, mark, pass == 1, since, v, n, &cap);
     closedir(d);
   }
   if (!listed)
@@ -896,7 +928,8 @@ static void child(const struct run_opts *o, const char *lib, int fd)
       (o->rate && setenv("CULPERT_SAMPLE_RATE", o->rate, 1)) ||
       (o->stack && setenv("CULPERT_STACK", o->stack, 1)) ||
       (o->peak && setenv("CULPERT_PEAK", "1", 1)) || unsetenv("CULPERT_ROOT_PID") ||
-      setenv("CULPERT_WRITE_ON_SIGNAL", "1", 0) || setenv("CULPERT_QUIET", "1", 0)) {
+      setenv("CULPERT_WRITE_ON_SIGNAL", "1", 0) || setenv("CULPERT_QUIET", "1", 0) ||
+      setenv("CULPERT_RUN_ID", run_id, 1)) {
     err = errno ? errno : ENAMETOOLONG;
   } else {
     for (size_t i = 0; i < N_FORWARDED; i++) /* caught ones go back to the default */
@@ -1041,6 +1074,7 @@ int culpert__cmd_run(int argc, char **argv)
   struct run_opts o = {0};
   char rate_buf[32], lib[PATH_MAX], out[PATH_MAX];
   int pipefd[2] = {-1, -1};
+  make_run_id();
   struct sigaction sa, old_action[N_FORWARDED];
   bool caught[N_FORWARDED] = {false};
   struct stat before;

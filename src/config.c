@@ -257,6 +257,11 @@ void culpert__config_load(struct culpert__config *c, culpert__getenv_fn get, int
                       (unsigned)sizeof c->output_buf - 1);
     }
   }
+  /* Not the user's: `culpert run`'s, which never sets a bad one, so a bad
+   * one is dropped without a word. */
+  v = get("CULPERT_RUN_ID");
+  if (v != NULL && strlen(v) < sizeof c->run_id && strspn(v, "0123456789abcdef") == strlen(v))
+    strcpy(c->run_id, v);
   v = get("CULPERT_INTERVAL");
   if (v != NULL && *v != '\0' && parse_seconds(v, &c->interval) != 0) {
     culpert__say_fd(warn_fd,

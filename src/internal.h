@@ -110,6 +110,10 @@ struct culpert__config {
   /* A copy: programs that set their process title (nginx, PostgreSQL)
    * write over the memory their environment strings were in. */
   char output_buf[CULPERT__PATH_MAX];
+  /* CULPERT_RUN_ID, set by `culpert run` for the processes of one run: 1
+   * to 32 of [0-9a-f], put in each file's gzip header (gzmark.h); empty
+   * when unset or not that. */
+  char run_id[33];
 };
 
 /* Look-up function for environment variables (getenv, or a table in tests). */

@@ -714,6 +714,8 @@ static int encode_profile(const struct records *r, unsigned char **out, size_t *
       .flags = culpert__cfg.names_only ? CULPERT__WRITER_NAMES_ONLY : 0u,
       .mark = owner_mark_len != 0 ? owner_mark : NULL,
       .mark_len = owner_mark_len,
+      .run = culpert__cfg.run_id,
+      .run_len = strlen(culpert__cfg.run_id),
   };
   rc = culpert__writer_encode(&p, out, len);
 out:
@@ -848,8 +850,10 @@ static enum whose file_owner(const char *path)
   unsigned char h[CULPERT__GZMARK_HEAD];
   ssize_t got = read(fd, h, sizeof h);
   close(fd);
-  return got > 0 && culpert__gzmark_has(h, (size_t)got, owner_mark, owner_mark_len, 0) ? OWN
-                                                                                       : ANOTHERS;
+  size_t len = 0;
+  const unsigned char *mark = got > 0 ? culpert__gzmark_find(h, (size_t)got, "Cu", &len) : NULL;
+  return mark != NULL && len == owner_mark_len && memcmp(mark, owner_mark, len) == 0 ? OWN
+                                                                                     : ANOTHERS;
 }
 
 /* How write_file puts a profile at its name (flags): over whatever is

@@ -729,7 +729,7 @@ static int comment_cmp(const void *a, const void *b)
   return strcmp(x, y);
 }
 
-static int gzip(const unsigned char *in, size_t inlen, const char *mark, size_t mark_len,
+static int gzip(const unsigned char *in, size_t inlen, const struct culpert__wprofile *p,
                 unsigned char **out, size_t *outlen)
 {
   /* A window no larger than the input, and a hash table to match: zlib's
@@ -747,12 +747,14 @@ static int gzip(const unsigned char *in, size_t inlen, const char *mark, size_t 
     return -ENOMEM;
   int rc = 0;
   unsigned char *buf = NULL;
-  unsigned char extra[4 + CULPERT__GZMARK_MAX];
+  unsigned char extra[CULPERT__GZMARK_EXTRA];
   gz_header head;
-  if (mark != NULL && mark_len <= CULPERT__GZMARK_MAX) {
+  if (p->mark != NULL && p->mark_len <= CULPERT__GZMARK_MAX) {
     memset(&head, 0, sizeof head);
     head.extra = extra;
-    head.extra_len = (uInt)culpert__gzmark_extra(extra, mark, mark_len);
+    head.extra_len = (uInt)culpert__gzmark_extra(
+        extra, p->mark, p->mark_len, p->run,
+        p->run != NULL && p->run_len <= CULPERT__GZMARK_RUN_MAX ? p->run_len : 0);
     head.os = 3; /* Unix, as without a header of our own */
     if (deflateSetHeader(&zs, &head) != Z_OK) {
       rc = -EINVAL;
@@ -993,7 +995,7 @@ int culpert__writer_encode(const struct culpert__wprofile *p, unsigned char **ou
   if (rc)
     goto out;
   encode_profile(&c, &b);
-  rc = b.err ? b.err : gzip(b.data, b.len, p->mark, p->mark_len, out, len);
+  rc = b.err ? b.err : gzip(b.data, b.len, p, out, len);
 
 out:
   culpert__pbuf_free(&b);

@@ -56,9 +56,12 @@ struct culpert__wprofile {
   unsigned flags;
   /* The writer's mark for the gzip header (gzmark.h), or NULL: at most
    * CULPERT__GZMARK_MAX bytes. The collector marks each file with the
-   * process that wrote it (output.c). */
+   * process that wrote it (output.c), and with the id of the `culpert run`
+   * it belongs to (run_len 0: none; at most CULPERT__GZMARK_RUN_MAX). */
   const char *mark;
   size_t mark_len;
+  const char *run;
+  size_t run_len;
 };
 
 /* Function names only: no DWARF file names, line numbers or inlined frames

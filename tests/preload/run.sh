@@ -751,6 +751,25 @@ refused_directory)
     done
     expect_line "$(cat err)" "^culpert: wrote profile to $work/tmp/d\.pb\.gz\.2 \(" "the second run's profile"
     expect_no_line "$(cat err)" "pid 2\)|wrote no profile" "the second run's listing"
+    # Two runs at once, one profile name in two directories, whose
+    # children both fall back to tmp/: each run lists its own child only
+    # (the files carry the run's id). Before, each listed both.
+    mkdir out2
+    for d in out out2; do
+      TMPDIR="$work/tmp" CULPERT_LIB="$work/bin/libculpert.so" "$BUILD_DIR/cli/culpert" run \
+        --rate 0 -o "$work/$d/t.pb.gz" --no-report -- sh -c 'touch "$1.started"
+          i=0; while ! [ -e out.started ] || ! [ -e out2.started ]; do
+            i=$((i + 1)); [ $i -lt 3000 ] || exit 1; sleep 0.01; done
+          setpriv --reuid=65534 --regid=65534 --clear-groups "$0" >/dev/null' \
+        "$work/bin/wl_basic" "$d" >"out.$d" 2>"err.$d" &
+      eval "pid_$d=\$!"
+    done
+    wait "$pid_out" || fail "the first of two runs failed: $(cat err.out)"
+    wait "$pid_out2" || fail "the second of two runs failed: $(cat err.out2)"
+    for d in out out2; do
+      [ "$(grep -c "^  wl_basic (pid .* $work/tmp/t\.pb\.gz\.[0-9]*$" "err.$d")" = 1 ] ||
+        fail "the run into $d/ did not list its one child: $(cat "err.$d")"
+    done
   fi
   # The fallback directory is the profile's own, spelled another way
   # (TMPDIR through a symbolic link): its files are listed once, and the

@@ -807,8 +807,8 @@ static void test_writer_repeatable(void **state)
 }
 
 /* A mark goes into the gzip header's extra field as subfield "Cu", where
- * the collector reads it back to tell its own files (output.c), and the
- * profile behind it reads as without one. */
+ * the collector reads it back to tell its own files (output.c), a run id
+ * as "Cr" (culpert run), and the profile behind them reads as without. */
 static void test_writer_gzip_mark(void **state)
 {
   (void)state;
@@ -826,8 +826,26 @@ static void test_writer_gzip_mark(void **state)
   assert_memory_equal(gz + 12, "Cu", 2);
   assert_int_equal(gz[14] | gz[15] << 8, n);
   assert_memory_equal(gz + 16, mark, n);
+  size_t found = 0;
+  const unsigned char *m = culpert__gzmark_find(gz, len, "Cu", &found);
+  assert_non_null(m);
+  assert_int_equal(found, n);
+  assert_null(culpert__gzmark_find(gz, len, "Cr", &found)); /* no run id given */
   Profile *pr = decode(gz, len);
   assert_int_equal(pr->n_sample, 1);
+  assert_int_equal(pr->sample[0]->value[1], 10);
+  perftools__profiles__profile__free_unpacked(pr, NULL);
+  free(gz);
+  /* a run id too: subfield "Cr" after the mark, and the profile the same */
+  p.run = "0123456789abcdef";
+  p.run_len = 16;
+  assert_int_equal(culpert__writer_encode(&p, &gz, &len), 0);
+  assert_int_equal(gz[10] | gz[11] << 8, 4 + n + 4 + 16);
+  m = culpert__gzmark_find(gz, len, "Cr", &found);
+  assert_non_null(m);
+  assert_int_equal(found, 16);
+  assert_memory_equal(m, "0123456789abcdef", 16);
+  pr = decode(gz, len);
   assert_int_equal(pr->sample[0]->value[1], 10);
   perftools__profiles__profile__free_unpacked(pr, NULL);
   free(gz);
