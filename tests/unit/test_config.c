@@ -386,6 +386,31 @@ static void test_config_metadata_too_many(void **state)
   assert_int_equal(lines, 1);
 }
 
+/* CULPERT_RUN_ID, culpert run's: 1 to 32 lower-case hex digits, kept;
+ * anything else dropped without a word (no user sets it). */
+static void test_config_run_id(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *value, *kept;
+  } cases[] = {
+      {"0123456789abcdef", "0123456789abcdef"},
+      {"0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef"},
+      {"0123456789abcdef0123456789abcdef0", ""}, /* 33 digits */
+      {"ABCDEF", ""},
+      {"12 34", ""},
+      {"", ""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *env[] = {"CULPERT_RUN_ID", cases[i].value, NULL};
+    struct culpert__config c;
+    char warn[256];
+    load(&c, env, warn, sizeof warn);
+    assert_string_equal(c.run_id, cases[i].kept);
+    assert_string_equal(warn, "");
+  }
+}
+
 /* CULPERT_OUTPUT is copied: a program that sets its process title writes
  * over the memory its environment strings were in (nginx, PostgreSQL), and
  * the profile must still go where the variable said. Too long: the default
@@ -457,6 +482,7 @@ int main(void)
       cmocka_unit_test(test_config_metadata),
       cmocka_unit_test(test_config_metadata_too_many),
       cmocka_unit_test(test_config_metadata_too_long),
+      cmocka_unit_test(test_config_run_id),
       cmocka_unit_test(test_config_output_path),
       cmocka_unit_test(test_config_output_copied),
   };
