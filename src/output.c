@@ -959,6 +959,12 @@ static int write_file(const char *path, unsigned place, const struct records *r,
   }
   memcpy(partial, tmp, strlen(tmp) + 1);
   atomic_store(&partial_set, 1);
+  /* Readable by its owner whatever the umask (0777, say): a process reads
+   * its own files' marks back (file_owner), and took a new name at every
+   * rewrite when it could not. */
+  struct stat st;
+  if (fstat(fd, &st) == 0 && (st.st_mode & S_IRUSR) == 0)
+    fchmod(fd, (st.st_mode & 07777) | S_IRUSR);
   rc = write_all(fd, buf, len);
   if (close(fd) != 0 && rc == 0)
     rc = -errno;

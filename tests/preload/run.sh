@@ -651,6 +651,17 @@ same_pid_elsewhere)
   [ -e "s.$root.pb.gz.2" ] && fail "the process did not write over its own s.$root.pb.gz: $(ls s.*)"
   expect_totals "s.$root.pb.gz" handle_request/parse "100 100000 40 40000 100"
   [ -s "s.$root.pb.gz.exec1" ] || fail "no s.$root.pb.gz.exec1 from the shell: $(ls s.*)"
+  # A umask of 0777 still leaves the process's own file readable by it
+  # (0400): it reads its mark back at each rewrite. Before, it could not,
+  # and took u.PID.pb.gz.2, .3, ... one a rewrite.
+  chmod 755 "$work" && mkdir -m 777 um && mkdir -m 755 bin && cp "$LIB" bin/libculpert.so &&
+    chmod 644 bin/libculpert.so
+  if [ "$(id -u)" = 0 ]; then as_other() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }; else as_other() { "$@"; }; fi
+  as_other sh -c 'umask 0777; exec env LD_PRELOAD="$0" CULPERT_SAMPLE_RATE=0 CULPERT_INTERVAL=1 \
+    CULPERT_OUTPUT="$1/um/u.%p.pb.gz" sh -c "sleep 2.5"' "$work/bin/libculpert.so" "$work" \
+    >out 2>err || fail "sh with umask 0777 failed: $(cat err)"
+  [ -z "$(ls um | grep '\.pb\.gz\.[0-9]')" ] || fail "rewrites under umask 0777 took new names: $(ls um)"
+  [ "$(ls um | wc -l)" -ge 1 ] || fail "nothing written under umask 0777: $(cat err)"
   # 3. Two pid namespaces at once, where this machine lets a user make
   # them: each program is pid 1 there, and both run until both started.
   if unshare -Urpf true 2>/dev/null; then
