@@ -628,15 +628,7 @@ static int64_t others_bytes(const struct other *v, long n)
  * an absolute path to a directory, else /tmp, as the library finds it. */
 static void fallback_dir(char out[PATH_MAX])
 {
-  const char *t = getenv("TMPDIR");
-  struct stat st;
-  snprintf(out, PATH_MAX, "%s",
-           t != NULL && t[0] == '/' && strlen(t) < PATH_MAX && stat(t, &st) == 0 &&
-                   S_ISDIR(st.st_mode)
-               ? t
-               : "/tmp");
-  for (size_t len = strlen(out); len > 1 && out[len - 1] == '/'; len--)
-    out[len - 1] = '\0';
+  culpert__gzmark_fallback_dir(getenv("TMPDIR"), out, PATH_MAX);
 }
 
 /* The start of PROGRAM's mark, which libculpert puts in the gzip header
@@ -656,13 +648,10 @@ static void program_mark(pid_t pid, char *out, size_t n)
   size_t got = fread(line, 1, sizeof line - 1, f);
   fclose(f);
   line[got] = '\0';
-  const char *p = strrchr(line, ')');
-  for (int field = 2; p != NULL && field < 22; field++)
-    p = strchr(p + 1, ' ');
-  if (p == NULL || stat("/proc/self/ns/pid", &ns) != 0)
+  unsigned long long start;
+  if (culpert__gzmark_start(line, &start) != 0 || stat("/proc/self/ns/pid", &ns) != 0)
     return;
-  snprintf(out, n, "pid=%ld start=%llu pidns=%llu ", (long)pid, strtoull(p + 1, NULL, 10),
-           (unsigned long long)ns.st_ino);
+  culpert__gzmark_format(out, n, (long)pid, start, (unsigned long long)ns.st_ino, NULL);
 }
 
 /* Whether the gzip header of the file at `path` has subfield `id`

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * gzmark.c: the writer's mark and the run's id in a gzip header, made and
- * found (see gzmark.h). Shared by libculpert and the culpert command.
+ * found, and the rest libculpert and the culpert command must agree on
+ * about a profile's file (see gzmark.h). Shared by both.
  */
 #include "gzmark.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* One subfield: its two-byte id, its length (little-endian), its data. */
 static size_t subfield(unsigned char *out, const char *id, const char *data, size_t len)
@@ -48,4 +52,34 @@ const unsigned char *culpert__gzmark_find(const unsigned char *h, size_t got, co
     at += 4 + sub;
   }
   return NULL;
+}
+
+int culpert__gzmark_start(const char *stat_line, unsigned long long *start)
+{
+  const char *f = strrchr(stat_line, ')');
+  for (int field = 2; f != NULL && field < 22; field++)
+    f = strchr(f + 1, ' ');
+  if (f == NULL)
+    return -1;
+  *start = strtoull(f + 1, NULL, 10);
+  return 0;
+}
+
+int culpert__gzmark_format(char *out, size_t n, long pid, unsigned long long start,
+                           unsigned long long pidns, const char *boot)
+{
+  return boot != NULL
+             ? snprintf(out, n, "pid=%ld start=%llu pidns=%llu boot=%s", pid, start, pidns, boot)
+             : snprintf(out, n, "pid=%ld start=%llu pidns=%llu ", pid, start, pidns);
+}
+
+void culpert__gzmark_fallback_dir(const char *tmpdir, char *out, size_t n)
+{
+  struct stat st;
+  if (tmpdir == NULL || tmpdir[0] != '/' || strlen(tmpdir) >= n || stat(tmpdir, &st) != 0 ||
+      !S_ISDIR(st.st_mode))
+    tmpdir = "/tmp";
+  snprintf(out, n, "%s", tmpdir);
+  for (size_t len = strlen(out); len > 1 && out[len - 1] == '/'; len--)
+    out[len - 1] = '\0';
 }

@@ -7,8 +7,10 @@
  * the id of the `culpert run` it belongs to, if any, by which the run
  * tells its processes' files from those of other runs in a directory
  * everyone shares. They are subfields "Cu" and "Cr" of the header's extra
- * field (RFC 1952, 2.3.1.1), which readers of gzip skip. Plain byte
- * handling: no allocation, no I/O.
+ * field (RFC 1952, 2.3.1.1), which readers of gzip skip. Also the rest
+ * of what the two must agree on: how the mark is spelled and where a
+ * process falls back to when its directory refuses its file. No
+ * allocation; the only I/O is culpert__gzmark_fallback_dir's stat.
  */
 #ifndef CULPERT_GZMARK_H
 #define CULPERT_GZMARK_H
@@ -33,5 +35,21 @@ size_t culpert__gzmark_extra(unsigned char *out, const char *mark, size_t len, c
  * its length in *len; NULL when h has none (or is no gzip header). */
 const unsigned char *culpert__gzmark_find(const unsigned char *h, size_t got, const char *id,
                                           size_t *len);
+
+/* The start of a process in clock ticks since boot, from a line of its
+ * /proc/PID/stat (field 22, counted after the command name's last ")"),
+ * into *start: 0, or -1 when the line has no such field. */
+int culpert__gzmark_start(const char *stat_line, unsigned long long *start);
+
+/* The mark into out (n bytes): "pid=P start=T pidns=I boot=B", or with
+ * boot NULL "pid=P start=T pidns=I ", the part of another process's mark
+ * that `culpert run` can know, which every such mark starts with. Returns
+ * what snprintf returns. */
+int culpert__gzmark_format(char *out, size_t n, long pid, unsigned long long start,
+                           unsigned long long pidns, const char *boot);
+
+/* The fallback directory into out (n bytes): `tmpdir` ($TMPDIR) when an
+ * absolute path to a directory, else /tmp, without trailing slashes. */
+void culpert__gzmark_fallback_dir(const char *tmpdir, char *out, size_t n);
 
 #endif /* CULPERT_GZMARK_H */

@@ -811,23 +811,18 @@ static void find_owner_mark(void)
 {
   char stat_line[1024], boot[64];
   owner_mark_len = 0;
-  if (read_small("/proc/self/stat", stat_line, sizeof stat_line) <= 0)
+  unsigned long long start;
+  if (read_small("/proc/self/stat", stat_line, sizeof stat_line) <= 0 ||
+      culpert__gzmark_start(stat_line, &start) != 0)
     return;
-  /* the fields after the command name, whose ")" is the last one */
-  const char *f = strrchr(stat_line, ')');
-  for (int field = 2; f != NULL && field < 22; field++)
-    f = strchr(f + 1, ' ');
-  if (f == NULL)
-    return;
-  unsigned long long start = strtoull(f + 1, NULL, 10);
   struct stat ns;
   if (stat("/proc/self/ns/pid", &ns) != 0)
     ns.st_ino = 0;
   if (read_small("/proc/sys/kernel/random/boot_id", boot, sizeof boot) < 0)
     boot[0] = '\0';
   boot[strcspn(boot, "\n")] = '\0';
-  int w = snprintf(owner_mark, sizeof owner_mark, "pid=%ld start=%llu pidns=%llu boot=%s",
-                   (long)getpid(), start, (unsigned long long)ns.st_ino, boot);
+  int w = culpert__gzmark_format(owner_mark, sizeof owner_mark, (long)getpid(), start,
+                                 (unsigned long long)ns.st_ino, boot);
   if (w > 0 && (size_t)w < sizeof owner_mark)
     owner_mark_len = (size_t)w;
 }
@@ -1050,14 +1045,7 @@ static int own_named(void)
 /* fallback_dir: $TMPDIR when an absolute path to a directory, else /tmp. */
 static void find_fallback_dir(void)
 {
-  const char *t = env_get("TMPDIR");
-  struct stat st;
-  if (t == NULL || t[0] != '/' || strlen(t) >= sizeof fallback_dir || stat(t, &st) != 0 ||
-      !S_ISDIR(st.st_mode))
-    t = "/tmp";
-  strcpy(fallback_dir, t);
-  for (size_t len = strlen(fallback_dir); len > 1 && fallback_dir[len - 1] == '/'; len--)
-    fallback_dir[len - 1] = '\0';
+  culpert__gzmark_fallback_dir(env_get("TMPDIR"), fallback_dir, sizeof fallback_dir);
 }
 
 /* `path` (n bytes of room) moved into the fallback directory. */
