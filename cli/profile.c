@@ -2356,9 +2356,39 @@ static int push_dir(const char *dir, char ***v, size_t *n, size_t *cap, char *er
   return rc;
 }
 
-/* paths[0..n-1] with each directory replaced by the profiles in it. */
-static int expand_paths(const char *const *paths, size_t n, char ***out, size_t *nout, char *err,
-                        size_t errlen)
+/* Keep the first of the names in v[0..n-1] that reach one file (a file
+ * named twice, or named and in a directory named too), whose allocations
+ * would otherwise count twice; a note on `notes`, when not NULL, names
+ * each one dropped. Returns the new count. */
+static size_t drop_repeats(char **v, size_t n, FILE *notes)
+{
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    struct stat st, seen;
+    const char *first = NULL;
+    if (strcmp(v[i], "-") != 0 && stat(v[i], &st) == 0) {
+      for (size_t j = 0; j < kept && !first; j++)
+        if (strcmp(v[j], "-") != 0 && stat(v[j], &seen) == 0 && seen.st_dev == st.st_dev &&
+            seen.st_ino == st.st_ino)
+          first = v[j];
+    }
+    if (first) {
+      if (notes && strcmp(v[i], first) == 0)
+        fprintf(notes, "culpert: note: %s is named twice; it is read once\n", first);
+      else if (notes)
+        fprintf(notes, "culpert: note: %s is the same file as %s; it is read once\n", v[i], first);
+      free(v[i]);
+    } else {
+      v[kept++] = v[i];
+    }
+  }
+  return kept;
+}
+
+/* paths[0..n-1] with each directory replaced by the profiles in it and
+ * every file but once left out (noted on `notes`). */
+static int expand_paths(const char *const *paths, size_t n, FILE *notes, char ***out, size_t *nout,
+                        char *err, size_t errlen)
 {
   char **v = NULL;
   size_t nv = 0, cap = 0, nstdin = 0;
@@ -2387,14 +2417,14 @@ static int expand_paths(const char *const *paths, size_t n, char ***out, size_t 
     return rc;
   }
   *out = v;
-  *nout = nv;
+  *nout = drop_repeats(v, nv, notes);
   return 0;
 }
 
 int culpert__profile_expand_paths(const char *const *paths, size_t n, char ***out, size_t *nout,
                                   char *err, size_t errlen)
 {
-  return expand_paths(paths, n, out, nout, err, errlen);
+  return expand_paths(paths, n, stderr, out, nout, err, errlen);
 }
 
 void culpert__profile_paths_free(char **paths, size_t n)
@@ -2437,7 +2467,7 @@ int culpert__profile_paths_name(const char *const *paths, size_t n, const char *
   size_t nv;
   int found = 0;
   if (stat(file, &out) != 0 || !S_ISREG(out.st_mode) ||
-      expand_paths(paths, n, &v, &nv, err, sizeof err) != 0)
+      expand_paths(paths, n, NULL, &v, &nv, err, sizeof err) != 0)
     return 0;
   for (size_t i = 0; i < nv && !found; i++) {
     if (strcmp(v[i], "-") != 0 && stat(v[i], &st) == 0 && st.st_dev == out.st_dev &&
@@ -2458,7 +2488,7 @@ int culpert__profile_load_all(const char *const *given, size_t ngiven,
   char **paths;
   size_t n;
   *out = NULL;
-  int rc = expand_paths(given, ngiven, &paths, &n, err, errlen);
+  int rc = expand_paths(given, ngiven, stderr, &paths, &n, err, errlen);
   if (rc != 0)
     return rc;
   struct culpert__profile **v = calloc(n ? n : 1, sizeof *v);

@@ -176,6 +176,7 @@ int culpert__profile_merge(struct culpert__profile **in, size_t n, struct culper
  * when there are several, merge them. A path that is a directory stands
  * for the profiles in it: its regular files but hidden ones and profiles
  * being written (NAME.tmp.PID), in name order; an empty one is an error.
+ * A file reached by two names is loaded once, with a note on stderr.
  * `check`, when not NULL, sees each file as it is loaded; a non-zero
  * return (with its message in err) stops there. Returns 0 and *out, or a
  * negative errno with the message in err.
@@ -187,8 +188,8 @@ int culpert__profile_load_all(const char *const *paths, size_t n,
                               culpert__profile_check_fn check, const void *arg,
                               struct culpert__profile **out, char *err, size_t errlen);
 
-/* The same list with each directory replaced by its profiles, as
- * culpert__profile_load_all sees it: *out (n >= 1 strings) is freed with
+/* The same list with each directory replaced by its profiles and each
+ * file named once, as culpert__profile_load_all sees it: *out (n >= 1 strings) is freed with
  * culpert__profile_paths_free. Returns 0, or a negative errno with the
  * message in err. */
 int culpert__profile_expand_paths(const char *const *paths, size_t n, char ***out, size_t *nout,

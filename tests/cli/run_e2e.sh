@@ -43,7 +43,8 @@ grep -Eq '^  churn .*run_workload\.c:[0-9]+\) +100 +100\.00 KB  100\.00%$' out |
 # files: merged); from standard input, which it cannot read twice, a hint.
 "$culpert" report "$tmp/p.pb.gz" >out2 2>err || fail "report of a plain profile: $(cat err)"
 sed '/^culpert: /d' out | cmp -s - out2 || fail "report of a plain profile differs from the run's: $(diff out out2)"
-"$culpert" report --top 0 "$tmp/p.pb.gz" "$tmp/p.pb.gz" >out 2>err || fail "report of two plain profiles: $(cat err)"
+cp "$tmp/p.pb.gz" "$tmp/p2.pb.gz"
+"$culpert" report --top 0 "$tmp/p.pb.gz" "$tmp/p2.pb.gz" >out 2>err || fail "report of two plain profiles: $(cat err)"
 has out "No span in these profiles" || fail "report of two plain profiles: the line: $(cat out)"
 grep -Eq '^  churn .*run_workload\.c:[0-9]+\) +200 +200\.00 KB  100\.00%$' out || fail "report of two plain profiles: the callsite row: $(cat out)"
 # A directory stands for the profiles in it (not one being written).
