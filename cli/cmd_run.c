@@ -537,10 +537,42 @@ static void shell_word(const char *path, char *buf, size_t len)
   buf[o] = '\0';
 }
 
+/* The directory that stands for exactly `files` (n > 1), when they all
+ * lie in one and it holds no other profile: the shorter way to name them
+ * in a hint. NULL otherwise. `dir` has PATH_MAX bytes. */
+static const char *files_dir(char **files, int n, char *dir)
+{
+  const char *slash = strrchr(files[0], '/');
+  size_t len = slash ? (size_t)(slash - files[0]) : 0;
+  if (n < 2 || len >= PATH_MAX)
+    return NULL;
+  for (int i = 1; i < n; i++)
+    if (strncmp(files[i], files[0], len) != 0 || (slash && files[i][len] != '/') ||
+        strchr(files[i] + len + (slash != NULL), '/') != NULL)
+      return NULL;
+  snprintf(dir, PATH_MAX, "%.*s", (int)(slash ? (len ? len : 1) : 1), slash ? files[0] : ".");
+  const char *d = dir;
+  char **listed, err[256];
+  size_t nlisted;
+  if (culpert__profile_expand_paths(&d, 1, &listed, &nlisted, err, sizeof err) != 0)
+    return NULL;
+  bool same = nlisted == (size_t)n;
+  for (size_t i = 0; i < nlisted && same; i++) {
+    const char *base = strrchr(listed[i], '/') + 1;
+    same = false;
+    for (int j = 0; j < n && !same; j++)
+      same = strcmp(files[j] + len + (slash != NULL), base) == 0;
+  }
+  culpert__profile_paths_free(listed, nlisted);
+  return same ? dir : NULL;
+}
+
 /* After the report, what was still allocated when the profile was
  * written (at exit: never freed), and the peak of the in-use estimate for
  * one process (several processes' peaks were at different times), with
- * the command that shows where, every file quoted for the shell. Nothing when nothing was in use.
+ * the command that shows where: their directory when it holds just these
+ * files, else every file, quoted for the shell. Nothing when nothing was
+ * in use.
  */
 static void inuse_summary(char **files, int n)
 {
@@ -556,10 +588,11 @@ static void inuse_summary(char **files, int n)
            culpert__fmt_bytes(b, p->total_inuse_bytes), p->total_inuse_objects);
     if (n == 1 && culpert__profile_peak_inuse(p, &peak) > 0)
       printf(", peak %s", culpert__fmt_bytes(pb, peak));
-    char word[3 * PATH_MAX];
+    char word[3 * PATH_MAX], dir[PATH_MAX];
+    const char *d = files_dir(files, n, dir);
     printf(";\nto see where: culpert report --inuse");
-    for (int i = 0; i < n; i++) {
-      shell_word(files[i], word, sizeof word);
+    for (int i = 0; i < (d ? 1 : n); i++) {
+      shell_word(d ? d : files[i], word, sizeof word);
       printf(" %s", word);
     }
     putchar('\n');

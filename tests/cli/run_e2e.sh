@@ -81,16 +81,22 @@ has out "to see where: culpert report --inuse '$tmp/a\$b/l.pb.gz'" || fail "leak
 
 # 1d. Several processes: the report covers them merged (the shell's own
 #     profile holds well under 1% of the bytes), and the command names
-#     every file of the run.
+#     their directory when it holds just the run's files, else every file.
 mkdir "$tmp/multi"
 "$culpert" run --rate 0 -o "$tmp/multi/m.pb.gz" -- sh -c 'for i in 1 2 3 4 5 6; do "$0" leak; done' "$workload" >out 2>err ||
   fail "six leak runs: $(cat err)"
 has out "7 profiles merged" || fail "six leak runs under sh: not merged: $(cat out)"
+[ "$(ls "$tmp/multi" | wc -l)" -eq 7 ] || fail "six leak runs under sh: files $(ls "$tmp/multi")"
+has out "to see where: culpert report --inuse $tmp/multi
+" || fail "six leak runs: the command does not name the directory: $(cat out)"
+mkdir "$tmp/multi2" && cp "$tmp/multi/m.pb.gz" "$tmp/multi2/older.pb.gz"
+"$culpert" run --rate 0 -o "$tmp/multi2/m.pb.gz" -- sh -c '"$0" leak; "$0" leak' "$workload" >out 2>err ||
+  fail "two leak runs: $(cat err)"
 line=$(grep '^to see where: culpert report --inuse ' out)
-set -- $(ls "$tmp/multi")
-[ $# -eq 7 ] || fail "six leak runs under sh: files $*"
+set -- ${line#to see where: culpert report --inuse }
+[ $# -eq 3 ] || fail "two leak runs beside another profile: not the run's three files: $line"
 for f in "$@"; do
-  case "$line" in *" $tmp/multi/$f"*) ;; *) fail "six leak runs: $f missing from: $line" ;; esac
+  case "$f" in "$tmp/multi2/m.pb.gz" | "$tmp/multi2/m.pb.gz."[0-9]*) ;; *) fail "two leak runs: $f in: $line" ;; esac
 done
 
 # 1c. --peak: beside the profile, k.peak.pb.gz holds the in-use values of
