@@ -2356,32 +2356,61 @@ static int push_dir(const char *dir, char ***v, size_t *n, size_t *cap, char *er
   return rc;
 }
 
+struct file_id {
+  dev_t dev;
+  ino_t ino;
+  size_t at; /* index in the list */
+};
+
+static int file_id_cmp(const void *a, const void *b)
+{
+  const struct file_id *x = a, *y = b;
+  if (x->dev != y->dev)
+    return x->dev < y->dev ? -1 : 1;
+  if (x->ino != y->ino)
+    return x->ino < y->ino ? -1 : 1;
+  return x->at < y->at ? -1 : x->at > y->at;
+}
+
 /* Keep the first of the names in v[0..n-1] that reach one file (a file
  * named twice, or named and in a directory named too), whose allocations
  * would otherwise count twice; a note on `notes`, when not NULL, names
- * each one dropped. Returns the new count. */
+ * each one dropped. Returns the new count (n when out of memory). */
 static size_t drop_repeats(char **v, size_t n, FILE *notes)
 {
-  size_t kept = 0;
-  for (size_t i = 0; i < n; i++) {
-    struct stat st, seen;
-    const char *first = NULL;
-    if (strcmp(v[i], "-") != 0 && stat(v[i], &st) == 0) {
-      for (size_t j = 0; j < kept && !first; j++)
-        if (strcmp(v[j], "-") != 0 && stat(v[j], &seen) == 0 && seen.st_dev == st.st_dev &&
-            seen.st_ino == st.st_ino)
-          first = v[j];
-    }
-    if (first) {
-      if (notes && strcmp(v[i], first) == 0)
-        fprintf(notes, "culpert: note: %s is named twice; it is read once\n", first);
-      else if (notes)
-        fprintf(notes, "culpert: note: %s is the same file as %s; it is read once\n", v[i], first);
-      free(v[i]);
-    } else {
-      v[kept++] = v[i];
-    }
+  struct file_id *ids = malloc(n * sizeof *ids);
+  const char **first = calloc(n, sizeof *first);
+  size_t nids = 0, kept = 0;
+  if (!ids || !first) {
+    free(ids);
+    free(first);
+    return n;
   }
+  for (size_t i = 0; i < n; i++) {
+    struct stat st;
+    if (strcmp(v[i], "-") != 0 && stat(v[i], &st) == 0)
+      ids[nids++] = (struct file_id){st.st_dev, st.st_ino, i};
+  }
+  qsort(ids, nids, sizeof *ids, file_id_cmp);
+  for (size_t k = 1, run = 0; k < nids; k++) {
+    if (ids[k].dev != ids[run].dev || ids[k].ino != ids[run].ino)
+      run = k;
+    else
+      first[ids[k].at] = v[ids[run].at];
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!first[i]) {
+      v[kept++] = v[i];
+      continue;
+    }
+    if (notes && strcmp(v[i], first[i]) == 0)
+      fprintf(notes, "culpert: note: %s is named twice; it is read once\n", v[i]);
+    else if (notes)
+      fprintf(notes, "culpert: note: %s is the same file as %s; it is read once\n", v[i], first[i]);
+    free(v[i]);
+  }
+  free(ids);
+  free(first);
   return kept;
 }
 
