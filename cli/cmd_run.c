@@ -135,6 +135,13 @@ static const char *not_a_library(const char *path)
   return elf ? NULL : "it is not a shared library (no ELF header)";
 }
 
+/* The multiarch library directory of an install under /usr on Debian. */
+#if defined(__x86_64__)
+#define MULTIARCH_DIR "x86_64-linux-gnu"
+#elif defined(__aarch64__)
+#define MULTIARCH_DIR "aarch64-linux-gnu"
+#endif
+
 /*
  * Find libculpert.so: $CULPERT_LIB if set (it must exist), else relative to
  * the real path of this executable: ../lib and ../lib64 (an install; also
@@ -187,14 +194,12 @@ static int find_lib(char *out, size_t len)
   }
   *slash = '\0';
   static const char *const rel[] = {
-    "../lib/" LIB_NAME,
-    "../lib64/" LIB_NAME,
-#if defined(__x86_64__)
-    "../lib/x86_64-linux-gnu/" LIB_NAME,
-#elif defined(__aarch64__)
-    "../lib/aarch64-linux-gnu/" LIB_NAME,
+      "../lib/" LIB_NAME,
+      "../lib64/" LIB_NAME,
+#ifdef MULTIARCH_DIR
+      "../lib/" MULTIARCH_DIR "/" LIB_NAME,
 #endif
-    "../src/" LIB_NAME,
+      "../src/" LIB_NAME,
   };
   for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
     int m = snprintf(out, len, "%s/%s", self, rel[i]);
@@ -205,8 +210,11 @@ static int find_lib(char *out, size_t len)
       return preloadable(out) ? 0 : not_preloadable(out);
     }
   }
-  culpert__error("cannot find " LIB_NAME " next to %s (looked in ../lib, ../lib64 and ../src); "
-                 "set CULPERT_LIB to its path",
+  culpert__error("cannot find " LIB_NAME " next to %s (looked in ../lib, ../lib64, "
+#ifdef MULTIARCH_DIR
+                 "../lib/" MULTIARCH_DIR ", "
+#endif
+                 "and ../src); set CULPERT_LIB to its path",
                  self);
   return -ENOENT;
 }

@@ -432,6 +432,19 @@ for lib in "$tmp/libdir" "$tmp/notlib.so"; do
   has err "culpert: error: CULPERT_LIB=$lib is not libculpert.so:" && ! has err "ld.so" ||
     fail "CULPERT_LIB=$lib: $(cat err)"
 done
+# No CULPERT_LIB and no library next to the binary: exit 2, naming every
+# directory looked in (the multiarch one of an install under /usr too).
+mkdir -p "$tmp/lonely/bin" && cp "$culpert" "$tmp/lonely/bin/culpert"
+"$tmp/lonely/bin/culpert" run -- "$workload" >out 2>err
+rc=$?
+[ $rc -eq 2 ] && [ ! -s out ] || fail "no libculpert: exit $rc, want 2, and no run: $(cat out)"
+case $(uname -m) in
+x86_64) multiarch="../lib/x86_64-linux-gnu, " ;;
+aarch64) multiarch="../lib/aarch64-linux-gnu, " ;;
+*) multiarch= ;;
+esac
+has err "culpert: error: cannot find libculpert.so next to $tmp/lonely/bin (looked in ../lib, ../lib64, ${multiarch}and ../src); set CULPERT_LIB to its path" ||
+  fail "no libculpert: $(cat err)"
 # A relative CULPERT_LIB is made absolute: a process that changes
 # directory before it execs a program still preloads it.
 (cd "$(dirname "$culpert")/.." && CULPERT_LIB=src/libculpert.so cli/culpert run --no-report \
