@@ -362,21 +362,12 @@ static void put_rate_line(FILE *f, const struct diff *d, const char *lead)
     fprintf(f, "%sbefore %s, after %s (differ: compared on unbiased estimates)\n", lead, rb, ra);
 }
 
-/* Whether any sample of p was taken at a rate, not exactly. */
-static bool estimated(const struct culpert__profile *p)
-{
-  for (size_t i = 0; i < p->nparts; i++)
-    if (p->parts[i].rate > 0)
-      return true;
-  return p->rate > 0;
-}
-
 /* "1.50 MB (estimated)", "1.50 MB in use (estimated)", "... (exact)". */
 static void put_total(FILE *f, const struct diff *d, int side)
 {
   char b[CULPERT_FMT_MAX];
   fprintf(f, "total %s%s %s", culpert__fmt_bytes(b, d->total[side]), d->o->inuse ? " in use" : "",
-          estimated(d->prof[side]) ? "(estimated)" : "(exact)");
+          culpert__profile_exact(d->prof[side]) ? "(exact)" : "(estimated)");
 }
 
 /* A side's rate in JSON: null for one taken at several rates. */

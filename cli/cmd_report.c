@@ -283,7 +283,10 @@ static int tree_text(FILE *f, const struct culpert__profile *p, const struct opt
              "  its share of the whole profile, and (self) what it allocated directly.\n");
   if (o->inuse)
     fprintf(f, "  In-use bytes were still allocated %s.\n", culpert__profile_inuse_when(p, when));
-  fprintf(f, "  Bytes are unbiased estimates scaled up from the sampled allocations.\n\n");
+  if (culpert__profile_exact(p))
+    fprintf(f, "  Bytes are exact: every allocation was recorded (sample rate 0).\n\n");
+  else
+    fprintf(f, "  Bytes are unbiased estimates scaled up from the sampled allocations.\n\n");
   if (root->nchildren == 0) {
     fprintf(f, "No samples in this profile.\n");
     return 0;
@@ -524,19 +527,29 @@ static int flat(FILE *f, const struct culpert__profile *p, const struct opts *o,
   rate_and_samples(p, hs, sizeof hs);
   fprintf(f, "Top spans by %s (%s):\n", o->inuse ? "in-use bytes" : "allocation", hs);
   char when[CULPERT_INUSE_WHEN_MAX];
+  bool exact = culpert__profile_exact(p);
   if (o->inuse && culpert__profile_prop(p, "culpert.inuse_at_peak") != NULL)
     fprintf(f,
             "  Bytes allocated directly in each span (its child spans not included)\n"
             "  and still allocated %s,\n"
-            "  as unbiased estimates; samples are the raw sampled allocations.\n\n",
-            culpert__profile_inuse_when(p, when));
+            "  %s.\n\n",
+            culpert__profile_inuse_when(p, when),
+            exact ? "exact: every allocation was recorded (sample rate 0)"
+                  : "as unbiased estimates; samples are the raw sampled allocations");
+  else if (o->inuse && exact)
+    fprintf(f, "  Bytes allocated directly in each span (its child spans not included)\n"
+               "  and still allocated when the profile was written, exact: every\n"
+               "  allocation was recorded (sample rate 0).\n\n");
   else if (o->inuse)
     fprintf(f, "  Bytes allocated directly in each span (its child spans not included)\n"
                "  and still allocated when the profile was written, as unbiased\n"
                "  estimates; samples are the raw sampled allocations, freed or not.\n\n");
   else
-    fprintf(f, "  Bytes allocated directly in each span (its child spans not included),\n"
-               "  as unbiased estimates; samples are the raw sampled allocations.\n\n");
+    fprintf(f,
+            "  Bytes allocated directly in each span (its child spans not included),\n"
+            "  %s.\n\n",
+            exact ? "exact: every allocation was recorded (sample rate 0)"
+                  : "as unbiased estimates; samples are the raw sampled allocations");
   if (nrows == 0)
     fprintf(f, "No samples in this profile.\n");
   else

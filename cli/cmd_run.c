@@ -592,7 +592,8 @@ static void inuse_summary(char **files, int n)
     return; /* the report has just read them: not expected */
   int64_t peak;
   if (p->has_inuse && p->total_inuse_bytes > 0) {
-    printf("\nStill in use when the profile was written (estimated): %s in %" PRId64 " blocks",
+    printf("\nStill in use when the profile was written (%s): %s in %" PRId64 " blocks",
+           culpert__profile_exact(p) ? "exact" : "estimated",
            culpert__fmt_bytes(b, p->total_inuse_bytes), p->total_inuse_objects);
     if (n == 1 && culpert__profile_peak_inuse(p, &peak) > 0)
       printf(", peak %s", culpert__fmt_bytes(pb, peak));

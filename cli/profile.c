@@ -2578,6 +2578,14 @@ const char *culpert__profile_inuse_when(const struct culpert__profile *p, char *
   return buf;
 }
 
+bool culpert__profile_exact(const struct culpert__profile *p)
+{
+  for (size_t i = 0; i < p->nparts; i++)
+    if (p->parts[i].rate > 0)
+      return false;
+  return p->rate == 0;
+}
+
 int culpert__profile_peak_inuse(const struct culpert__profile *p, int64_t *bytes)
 {
   const char *s = culpert__profile_prop(p, "culpert.peak_inuse_bytes");

@@ -224,6 +224,10 @@ int culpert__profile_read_plain(const char *path, unsigned char **out, size_t *o
 /* Look up a culpert.* property ("culpert.stack"); NULL when absent. */
 const char *culpert__profile_prop(const struct culpert__profile *p, const char *key);
 
+/* Whether every file of p recorded every allocation (rate 0): its bytes
+ * are then exact counts, not estimates. */
+bool culpert__profile_exact(const struct culpert__profile *p);
+
 /* The peak of libculpert's in-use estimate (culpert.peak_inuse_bytes): 1
  * with *bytes set, 0 when the profile does not say, -1 when the value is
  * not a byte count. */

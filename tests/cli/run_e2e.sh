@@ -25,6 +25,11 @@ rc=$?
 [ $rc -eq 0 ] || fail "run exited $rc, want 0: $(cat err)"
 [ -s a.pb.gz ] || fail "no profile at -o a.pb.gz"
 has out "Hierarchical span report (350 samples, sample rate every allocation):" || fail "report header: $(head -1 out)"
+has out "  Bytes are exact: every allocation was recorded (sample rate 0)." && ! has out "unbiased estimates" ||
+  fail "report at rate 0 says its bytes are estimates: $(cat out)"
+"$culpert" report --flat "$tmp/a.pb.gz" >out2 2>err || fail "report --flat at rate 0: $(cat err)"
+has out2 "  exact: every allocation was recorded (sample rate 0)." && ! has out2 "unbiased estimates" ||
+  fail "report --flat at rate 0 says its bytes are estimates: $(cat out2)"
 has out "handle_batch                                 900.00 KB   69.23%  (self 100.00 KB)" || fail "handle_batch line: $(cat out)"
 has out "└─ decode_frame                              800.00 KB   61.54%  (self 800.00 KB)" || fail "decode_frame line: $(cat out)"
 has out "flush_output                                 400.00 KB   30.77%  (self 400.00 KB)" || fail "flush_output line: $(cat out)"
@@ -68,7 +73,7 @@ has out "Still in use" && fail "plain run: nothing was left in use, yet: $(cat o
 "$culpert" run --rate 0 -o "$tmp/l.pb.gz" -- "$workload" leak >out 2>err
 rc=$?
 [ $rc -eq 0 ] || fail "leak run exited $rc: $(cat err)"
-has out "Still in use when the profile was written (estimated): 100.00 KB in 10 blocks, peak 101.00 KB;" || fail "leak run: the in-use line: $(cat out)"
+has out "Still in use when the profile was written (exact): 100.00 KB in 10 blocks, peak 101.00 KB;" || fail "leak run: the in-use line: $(cat out)"
 has out "to see where: culpert report --inuse $tmp/l.pb.gz" || fail "leak run: the command: $(cat out)"
 "$culpert" report --inuse "$tmp/l.pb.gz" >out 2>err || fail "leak: report --inuse: $(cat err)"
 grep -q '^cache_fill  *100\.00 KB  100\.00%  (self 100\.00 KB)$' out || fail "leak: report --inuse: $(cat out)"
@@ -137,6 +142,8 @@ has out "in-use peak" && fail "a run without --peak speaks of the peak: $(cat ou
 rc=$?
 [ $rc -eq 7 ] || fail "exit status 7 not passed through (got $rc)"
 has out "decode_frame" || fail "no report after a failing program"
+has out "  Bytes are unbiased estimates scaled up from the sampled allocations." ||
+  fail "report at rate 4K does not say its bytes are estimates: $(cat out)"
 
 # 3. The environment PROGRAM runs with; LD_PRELOAD keeps what was there.
 # (ASAN_OPTIONS: an ASan-built culpert must accept the foreign LD_PRELOAD.)
