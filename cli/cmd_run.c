@@ -1056,6 +1056,12 @@ static int refuse_before_run(const struct run_opts *o)
   const char *secure = NULL;
   if (o->output != NULL && culpert__path_value_ok("-o", o->output) != 0)
     return -1;
+  if (o->output != NULL && strcmp(o->output, "-") == 0) {
+    culpert__error("-o -: culpert run writes the profile to a file and reads it back for the "
+                   "report, never to standard output; give a file name (./- for a file of that "
+                   "name)");
+    return -1;
+  }
   if (program_file(o->argv[0], prog_file)) {
     if (statically_linked(prog_file)) {
       culpert__error("%s is statically linked: libculpert, loaded by LD_PRELOAD, sees only "
