@@ -261,9 +261,18 @@ static int best_of(int n, char *const argv[], const char *const env[], double *s
 
 int main(int argc, char **argv)
 {
-  if (argc < 2) {
-    fprintf(stderr, "usage: bench_load CULPERT [SAMPLES [STACKS [KEEP]]]\n");
-    return 2;
+  /* CULPERT must be the culpert binary: checked before the profile is
+   * generated (half a minute at the default size), so that `--help` or a
+   * wrong path is told at once rather than after it. */
+  if (argc < 2 || argv[1][0] == '-' || access(argv[1], X_OK) != 0) {
+    if (argc >= 2 && argv[1][0] != '-')
+      fprintf(stderr, "bench_load: %s: not an executable culpert binary\n", argv[1]);
+    fprintf(stderr, "usage: bench_load CULPERT [SAMPLES [STACKS [KEEP]]]\n"
+                    "  CULPERT  the culpert binary to time (build/cli/culpert)\n"
+                    "  SAMPLES  samples in the generated profile (default 1000000)\n"
+                    "  STACKS   distinct stacks among them (default 200000)\n"
+                    "  KEEP     also copy the generated profile to this path\n");
+    return argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) ? 0 : 2;
   }
   char *culpert = argv[1];
   size_t nsamples = argc > 2 ? strtoul(argv[2], NULL, 10) : 1000000;
