@@ -1045,6 +1045,22 @@ static int parse(int argc, char **argv, struct run_opts *o, char *rate_buf, size
   return 0;
 }
 
+/* Whether the directory of the profile path `path` exists. */
+static bool profile_dir_exists(const char *path)
+{
+  char dir[PATH_MAX];
+  const char *slash = strrchr(path, '/');
+  if (slash == NULL)
+    return true;
+  size_t n = slash == path ? 1 : (size_t)(slash - path);
+  if (n >= sizeof dir)
+    return true;
+  memcpy(dir, path, n);
+  dir[n] = '\0';
+  struct stat st;
+  return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* What would leave the run without a profile, said before PROGRAM runs
  * for nothing: a statically linked PROGRAM, one the loader runs in secure
  * mode, a profile directory that is missing or read-only, -o naming a
@@ -1315,6 +1331,11 @@ int culpert__cmd_run(int argc, char **argv)
       fprintf(stderr, "culpert: note: %s exited with status %d and wrote no profile (%s)\n",
               o.argv[0], prog_status, out);
       status = prog_status;
+    } else if (!profile_dir_exists(out)) {
+      /* Checked before the run only when its name has no %p. */
+      culpert__error("%s wrote no profile at %s: its directory does not exist (a directory "
+                     "whose name holds %%p must be made by the program itself)",
+                     o.argv[0], out);
     } else {
       culpert__error("%s wrote no profile at %s: is it statically linked, or did it exit "
                      "without running exit handlers? libculpert only sees dynamically linked "

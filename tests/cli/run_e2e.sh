@@ -439,6 +439,14 @@ for lib in "$tmp/libdir" "$tmp/notlib.so"; do
   has err "culpert: error: CULPERT_LIB=$lib is not libculpert.so:" && ! has err "ld.so" ||
     fail "CULPERT_LIB=$lib: $(cat err)"
 done
+# A %p in the directory's name is not checked before the run (PROGRAM may
+# make that directory); when nothing made it, the error says so rather than
+# guess at a static program.
+"$culpert" run --no-report -o "$tmp/d%p/x.pb.gz" -- "$workload" plain >out 2>err
+rc=$?
+[ $rc -eq 2 ] || fail "-o in a %p directory nobody made: exit $rc, want 2"
+grep -q "culpert: error: $workload wrote no profile at $tmp/d[0-9]*/x.pb.gz: its directory does not exist" err ||
+  fail "-o in a %p directory nobody made: $(cat err)"
 # No CULPERT_LIB and no library next to the binary: exit 2, naming every
 # directory looked in (the multiarch one of an install under /usr too).
 mkdir -p "$tmp/lonely/bin" && cp "$culpert" "$tmp/lonely/bin/culpert"
