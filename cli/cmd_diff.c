@@ -1259,8 +1259,13 @@ int culpert__cmd_diff(int argc, char **argv)
   }
   /* Without --noise-sigma the rules flag changes a sampling error alone
    * could make, and the exit status follows them as cli.md says; the
-   * reader is told on stderr, which leaves the report as specified. */
-  fflush(stdout);
+   * reader is told on stderr, which leaves the report as specified. The
+   * report is flushed first, so a write error is told here with its own
+   * errno (a full disk), which a later check could only call EIO. */
+  if (fflush(stdout) != 0) {
+    culpert__error("cannot write to standard output: %s", strerror(errno));
+    goto out;
+  }
   if (d.noise_flagged > 0)
     fprintf(stderr,
             "culpert: note: %zu of the %zu flagged change%s %s within %d standard errors of "

@@ -26,7 +26,7 @@ full() { # DESCRIPTION ARGS...
   shift
   "$culpert" "$@" >/dev/full 2>err
   rc=$?
-  [ $rc -eq 2 ] && has err "culpert: error: cannot write to standard output" ||
+  [ $rc -eq 2 ] && has err "culpert: error: cannot write to standard output: No space left on device" ||
     fail "$what to /dev/full: exit $rc, stderr: $(cat err)"
 }
 full "report" report before.pb.gz
