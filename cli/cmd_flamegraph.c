@@ -840,15 +840,25 @@ static const char *weight_label(const struct options *o, const struct culpert__p
   case WEIGHT_SAMPLES:
     return "raw samples";
   case WEIGHT_OBJECTS:
-    return peak       ? "objects in use at the in-use peak (estimated)"
-           : o->inuse ? "in-use objects (estimated)"
-                      : "allocated objects (estimated)";
+    return peak       ? "objects in use at the in-use peak"
+           : o->inuse ? "in-use objects"
+                      : "allocated objects";
   case WEIGHT_BYTES:
   default:
-    return peak       ? "bytes in use at the in-use peak (estimated)"
-           : o->inuse ? "in-use bytes (estimated)"
-                      : "allocated bytes (estimated)";
+    return peak ? "bytes in use at the in-use peak" : o->inuse ? "in-use bytes" : "allocated bytes";
   }
+}
+
+/* After the weight label: whether the widths are estimates, or exact
+ * counts because every profile shown recorded every allocation (rate 0). */
+static const char *weight_kind(const struct options *o, const struct culpert__profile *p,
+                               const struct culpert__profile *base)
+{
+  if (o->weight == WEIGHT_SAMPLES)
+    return "";
+  return culpert__profile_exact(p) && (base == NULL || culpert__profile_exact(base))
+             ? " (exact)"
+             : " (estimated)";
 }
 
 /* Refuse a weight the file does not carry, naming the flag and the file. */
@@ -958,7 +968,8 @@ int culpert__cmd_flamegraph(int argc, char **argv)
     if (!subtitle) {
       rc = -ENOMEM;
     } else {
-      snprintf(subtitle, n, "%s \xC2\xB7 sample rate %s%s%s%s \xC2\xB7 %s%s%s", weight_label(&o, p),
+      snprintf(subtitle, n, "%s%s \xC2\xB7 sample rate %s%s%s%s \xC2\xB7 %s%s%s",
+               weight_label(&o, p), weight_kind(&o, p, base),
                culpert__fmt_merged_rate(rate, p->rate, p->nparts, p->mixed_rates),
                o.span ? " \xC2\xB7 span \xE2\x80\x9C" : "", o.span ? o.span : "",
                o.span ? "\xE2\x80\x9D" : "", p->path, base ? " against " : "",
