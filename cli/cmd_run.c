@@ -484,16 +484,20 @@ static void others_free(struct other *v, size_t n)
 
 /* The samples in PROGRAM's own profile `path`, or -1 when it cannot be
  * read (the report then says why); *bytes gets its allocated bytes. */
-static int64_t own_samples(const char *path, int64_t *bytes)
+static int64_t own_samples(const char *path, int64_t *bytes, char *unprofiled, size_t len)
 {
   struct culpert__load_opts lo = {.stacks = CULPERT_STACKS_NONE};
   struct culpert__profile *p;
   char err[512];
   *bytes = 0;
+  unprofiled[0] = '\0';
   if (culpert__profile_load_with(path, &lo, &p, err, sizeof err) != 0)
     return -1;
   int64_t n = p->total_samples;
   *bytes = p->total_bytes;
+  const char *u = culpert__profile_prop(p, "culpert.exec_unprofiled");
+  if (u != NULL)
+    snprintf(unprofiled, len, "%s", u);
   culpert__profile_free(p);
   return n;
 }
@@ -1248,7 +1252,18 @@ int culpert__cmd_run(int argc, char **argv)
    * what the run's processes allocated, however many samples the rate
    * made of its few allocations). The report then covers the others. */
   int64_t own_bytes = 0;
-  int64_t own_n = written ? own_samples(out, &own_bytes) : -1;
+  char unprofiled[PATH_MAX] = "";
+  int64_t own_n = written ? own_samples(out, &own_bytes, unprofiled, sizeof unprofiled) : -1;
+  /* PROGRAM exec'd a program with an LD_PRELOAD of its own (env
+   * LD_PRELOAD=libjemalloc.so.2 ./server, say), which culpert cannot see. */
+  if (unprofiled[0] != '\0')
+    fprintf(stderr,
+            "culpert: note: %s ran %s with an LD_PRELOAD that leaves libculpert out, so %s "
+            "was not profiled; %s holds only what %s allocated before that.\n"
+            "culpert: note: to profile a program over another preloaded library, set "
+            "LD_PRELOAD before culpert run, which puts libculpert in front of it: "
+            "LD_PRELOAD=LIB culpert run -- PROGRAM\n",
+            o.argv[0], unprofiled, unprofiled, out, o.argv[0]);
   bool handed_on = written && others > 0 && any_samples(other, others);
   bool empty = handed_on && own_n == 0;
   int64_t run_bytes = own_bytes + (others > 0 ? others_bytes(other, others) : 0);

@@ -87,10 +87,11 @@ static int runnable_in_path(const char *file)
   }
 }
 
-static void before(struct culpert__exec_note *note, int likely, char *const envp[])
+static void before(struct culpert__exec_note *note, int likely, const char *file,
+                   char *const envp[])
 {
   if (likely)
-    culpert__output_before_exec(note, envp);
+    culpert__output_before_exec(note, file, envp);
   else
     note->locked = note->written = 0;
 }
@@ -103,7 +104,7 @@ CULPERT__EXPORT int execve(const char *path, char *const argv[], char *const env
     errno = ENOSYS;
     return -1;
   }
-  before(&note, runnable_at(AT_FDCWD, path, 0), envp);
+  before(&note, runnable_at(AT_FDCWD, path, 0), path, envp);
   int rc = next_execve(path, argv, envp);
   culpert__output_exec_failed(&note);
   return rc;
@@ -117,7 +118,7 @@ CULPERT__EXPORT int execvpe(const char *file, char *const argv[], char *const en
     errno = ENOSYS;
     return -1;
   }
-  before(&note, runnable_in_path(file), envp);
+  before(&note, runnable_in_path(file), file, envp);
   int rc = next_execvpe(file, argv, envp);
   culpert__output_exec_failed(&note);
   return rc;
@@ -131,7 +132,7 @@ CULPERT__EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
     errno = ENOSYS;
     return -1;
   }
-  before(&note, fd >= 0, envp);
+  before(&note, fd >= 0, NULL, envp);
   int rc = next_fexecve(fd, argv, envp);
   culpert__output_exec_failed(&note);
   return rc;
@@ -143,7 +144,8 @@ CULPERT__EXPORT int execveat(int dirfd, const char *path, char *const argv[], ch
   struct culpert__exec_note note;
   RESOLVE(next_execveat, "execveat");
   int empty = *path == '\0' && (flags & AT_EMPTY_PATH);
-  before(&note, empty || runnable_at(dirfd, path, flags & AT_SYMLINK_NOFOLLOW), envp);
+  before(&note, empty || runnable_at(dirfd, path, flags & AT_SYMLINK_NOFOLLOW), empty ? NULL : path,
+         envp);
   int rc = next_execveat != NULL ? next_execveat(dirfd, path, argv, envp, flags)
                                  : (int)syscall(SYS_execveat, dirfd, path, argv, envp, flags);
   culpert__output_exec_failed(&note);

@@ -594,17 +594,21 @@ void culpert__output_at_exit(void);
 void culpert__output_at_immediate_exit(void);
 
 /* culpert__output_before_exec / culpert__output_exec_failed: around an
- * exec (the exec wrappers in exec.c), the profile of the image about to
- * be replaced, when it recorded any sample, written from a forked copy to
- * <exit profile>.exec<N> (its exit profile's own name under
- * CULPERT_NO_CHILDREN=1); removed again, and the write lock given back,
- * when the exec fails. Nothing in a process culpert did not see begin. */
+ * exec (the exec wrappers in exec.c) of `file` (NULL: a descriptor's), the
+ * profile of the image about to be replaced, when it recorded any sample,
+ * written from a forked copy to <exit profile>.exec<N> (its exit profile's
+ * own name under CULPERT_NO_CHILDREN=1, or when the new environment's
+ * LD_PRELOAD leaves libculpert out: then the profile names `file` in its
+ * comment culpert.exec_unprofiled, and a line on stderr says so); removed
+ * again, and the write lock given back, when the exec fails. Nothing in a
+ * process culpert did not see begin. */
 struct culpert__exec_note {
   int locked;  /* holds the write lock */
   int written; /* 1: path was written; 2: and goes if the exec fails */
   char path[2 * CULPERT__PATH_MAX];
 };
-void culpert__output_before_exec(struct culpert__exec_note *note, char *const envp[]);
+void culpert__output_before_exec(struct culpert__exec_note *note, const char *file,
+                                 char *const envp[]);
 void culpert__output_exec_failed(struct culpert__exec_note *note);
 /* culpert__exec_resolve: find the next execve, execvpe, fexecve and
  * execveat (exec.c; from the constructor). */

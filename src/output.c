@@ -112,6 +112,10 @@ static long pid;
 static int is_child;
 static int64_t start_nanos;
 static char exe_name[256];
+/* The program an exec is about to run without libculpert, as the exec
+ * named it, for the comment culpert.exec_unprofiled of the profile the
+ * image writes before it; "" otherwise. */
+static char exec_unprofiled[CULPERT__PATH_MAX];
 /* The working directory at start-up: a relative CULPERT_OUTPUT is anchored
  * there, so a program that changes directory (daemons chdir to /) still
  * writes where it was started. */
@@ -631,7 +635,7 @@ static int encode_profile(const struct records *r, unsigned char **out, size_t *
   struct culpert__wspan *spans = NULL;
   uint32_t *map = NULL;
   int rc;
-  enum { NCOMMENT = 14 };
+  enum { NCOMMENT = 15 };
   char cbuf[NCOMMENT][320]; /* room for culpert.exe= and a 255-byte name */
   const char *comments[NCOMMENT + CULPERT__MAX_META];
   size_t nc = 0;
@@ -694,6 +698,8 @@ static int encode_profile(const struct records *r, unsigned char **out, size_t *
            (unsigned long long)culpert__span_underflows());
   snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.span_table_full=%llu",
            (unsigned long long)culpert__span_table_full());
+  if (exec_unprofiled[0] != '\0')
+    snprintf(cbuf[nc++], sizeof cbuf[0], "culpert.exec_unprofiled=%.290s", exec_unprofiled);
   size_t ncomments = 0;
   for (size_t i = 0; i < nc; i++)
     comments[ncomments++] = cbuf[i];
@@ -1772,7 +1778,8 @@ static int env_preloads_us(char *const envp[])
   return 0;
 }
 
-void culpert__output_before_exec(struct culpert__exec_note *note, char *const envp[])
+void culpert__output_before_exec(struct culpert__exec_note *note, const char *file,
+                                 char *const envp[])
 {
   note->locked = note->written = 0;
   if (!atomic_load(&culpert__ready) || culpert__sampler_failed() ||
@@ -1784,7 +1791,11 @@ void culpert__output_before_exec(struct culpert__exec_note *note, char *const en
   /* The image writes `<name>` itself when the new one will not load
    * libculpert: CULPERT_NO_CHILDREN, or an environment without it (execle
    * with an environment of the program's own). */
-  int own_name = culpert__cfg.no_children || (preloaded && !env_preloads_us(envp));
+  int unprofiled = !culpert__cfg.no_children && preloaded && !env_preloads_us(envp);
+  int own_name = culpert__cfg.no_children || unprofiled;
+  if (unprofiled)
+    snprintf(exec_unprofiled, sizeof exec_unprofiled, "%s",
+             file != NULL ? file : "(a program run from a descriptor)");
   /* Under its own name the first process writes even when it sampled
    * nothing, as it would at exit; an .exec<N> of nothing is left out, since
    * the next image writes the name. */
@@ -1807,6 +1818,10 @@ void culpert__output_before_exec(struct culpert__exec_note *note, char *const en
     }
     if (rc == 0)
       note->written = own_name ? 1 : 2;
+    if (rc == 0 && unprofiled && !culpert__cfg.quiet)
+      culpert__say("%s runs without libculpert (the LD_PRELOAD of its environment leaves it "
+                   "out): it is not profiled",
+                   exec_unprofiled);
   }
   culpert__tls.guard--;
   errno = saved;
@@ -1815,6 +1830,7 @@ void culpert__output_before_exec(struct culpert__exec_note *note, char *const en
 void culpert__output_exec_failed(struct culpert__exec_note *note)
 {
   int saved = errno;
+  exec_unprofiled[0] = '\0'; /* the image goes on */
   if (note->written == 2 && unlink(note->path) == 0 && !culpert__cfg.quiet)
     culpert__say("the exec failed (%s): removed %s again; the program goes on, and its exit "
                  "profile will hold those samples",

@@ -84,6 +84,14 @@ has out "to see where: culpert report --inuse \"$tmp/my dir/l.pb.gz\"" || fail "
 "$culpert" run --rate 0 -o "$tmp/a\$b/l.pb.gz" -- "$workload" leak >out 2>err || fail "leak run in 'a\$b': $(cat err)"
 has out "to see where: culpert report --inuse '$tmp/a\$b/l.pb.gz'" || fail "leak run: the single-quoted command: $(cat out)"
 
+# 1e. PROGRAM runs another program with an LD_PRELOAD of its own: the run
+#     says that program went unprofiled, and how to profile it.
+"$culpert" run --rate 0 -o "$tmp/u.pb.gz" -- env LD_PRELOAD= "$workload" plain >out 2>err ||
+  fail "env LD_PRELOAD= run: $(cat err)"
+has err "culpert: note: env ran $workload with an LD_PRELOAD that leaves libculpert out, so $workload was not profiled; $tmp/u.pb.gz holds only what env allocated before that." ||
+  fail "env LD_PRELOAD= run: no note: $(cat err)"
+has err "LD_PRELOAD=LIB culpert run -- PROGRAM" || fail "env LD_PRELOAD= run: no advice: $(cat err)"
+
 # 1d. Several processes: the report covers them merged (the shell's own
 #     profile holds well under 1% of the bytes), and the command names
 #     their directory when it holds just the run's files, else every file.

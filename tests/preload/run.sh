@@ -601,6 +601,11 @@ exec)
   files=$(ls ne.* 2>/dev/null)
   [ "$files" = ne.pb.gz ] || fail "an exec without LD_PRELOAD: want only ne.pb.gz, got: $files"
   [ -f ne.pb.gz ] && expect_totals ne.pb.gz before_noenv "2 2000 2 2000 2"
+  # and says, on stderr and in the profile, which program goes unprofiled
+  expect_line "$(cat err)" '^culpert: /bin/true runs without libculpert \(the LD_PRELOAD of its environment leaves it out\): it is not profiled$' \
+    "the note of an exec without LD_PRELOAD"
+  [ -f ne.pb.gz ] && expect_line "$(profile ne.pb.gz)" '^comment culpert.exec_unprofiled=/bin/true$' \
+    "the comment of an exec without LD_PRELOAD"
   # The same when the environment preloads another library, not libculpert.
   CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/oe.pb.gz" timeout 60 \
     env LD_PRELOAD="$LIB" "$BIN/wl_exec" noenv other >/dev/null 2>err ||
@@ -608,6 +613,12 @@ exec)
   files=$(ls oe.* 2>/dev/null)
   [ "$files" = oe.pb.gz ] || fail "an exec preloading another library: want only oe.pb.gz, got: $files"
   [ -f oe.pb.gz ] && expect_totals oe.pb.gz before_noenv "2 2000 2 2000 2"
+  [ -f oe.pb.gz ] && expect_line "$(profile oe.pb.gz)" '^comment culpert.exec_unprofiled=/bin/true$' \
+    "the comment of an exec preloading another library"
+  # An exec that keeps libculpert names nothing.
+  for f in "$work"/e.*.pb.gz*; do
+    expect_no_line "$(profile "$f")" '^comment culpert.exec_unprofiled=' "$f of an exec keeping libculpert"
+  done
   ;;
 exec_child)
   # CULPERT_OUTPUT without %p: the first process gets the name, every
