@@ -160,6 +160,31 @@ static int stderr_unchanged(void)
          st.st_ino == start_stderr.ino;
 }
 
+/* write(2) of culpert's own line that never raises SIGPIPE: where fd 2 is
+ * a pipe whose reader has gone (`prog 2>&1 | head -1`), the line is lost,
+ * not the process, which would otherwise end by SIGPIPE (status 141)
+ * instead of its own status. SIGPIPE is blocked on this thread around the
+ * write, and the one the write raised, if any, taken back; one the
+ * program had pending already stays. Async-signal-safe; keeps errno. */
+static void write_line(int fd, const char *text, size_t len)
+{
+  int saved = errno;
+  sigset_t pipe_only, old, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  int blocked = pthread_sigmask(SIG_BLOCK, &pipe_only, &old) == 0;
+  int was_pending = !blocked || (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE));
+  ssize_t w = write(fd, text, len);
+  if (w < 0 && errno == EPIPE && !was_pending) {
+    struct timespec none = {0, 0};
+    while (sigtimedwait(&pipe_only, NULL, &none) < 0 && errno == EINTR) {
+    }
+  }
+  if (blocked)
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+  errno = saved;
+}
+
 static void say_v(int fd, const char *fmt, va_list ap)
 {
   if (fd == STDERR_FILENO && !stderr_unchanged())
@@ -173,8 +198,7 @@ static void say_v(int fd, const char *fmt, va_list ap)
   if (len > sizeof line - 2)
     len = sizeof line - 2;
   line[len++] = '\n';
-  ssize_t w = write(fd, line, len);
-  (void)w;
+  write_line(fd, line, len);
 }
 
 void culpert__say(const char *fmt, ...)
@@ -1491,8 +1515,7 @@ static void say_raw(const char *text)
 {
   if (!stderr_unchanged())
     return;
-  ssize_t w = write(STDERR_FILENO, text, strlen(text));
-  (void)w;
+  write_line(STDERR_FILENO, text, strlen(text));
 }
 
 /* In the forked child: write the profile to `path` (NULL: the exit

@@ -1266,6 +1266,32 @@ symbols)
     echo "no program interpreter found: the ld.so checks are skipped"
   fi
   ;;
+stderr_gone)
+  # fd 2 a pipe whose reader has gone (`prog 2>&1 | head -1` once head has
+  # read its line), SIGPIPE at its default action: culpert's line is lost,
+  # not the process. It used to end by SIGPIPE (status 141) at exit, and a
+  # program ending with _exit lost its status the same way (its forked
+  # writer died first, then the process saying so). A FIFO opened for
+  # reading and writing, then closed for reading, is such a pipe.
+  mkfifo gone || fail "mkfifo"
+  exec 3<>gone 4>gone
+  exec 3<&-
+  CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/p.pb.gz" env --default-signal=PIPE LD_PRELOAD="$LIB" \
+    "$BIN/wl_basic" >out 2>&4
+  rc=$?
+  [ $rc -eq 0 ] || fail "wl_basic with its stderr a broken pipe exited $rc, want 0"
+  [ -f p.pb.gz ] && expect_totals p.pb.gz handle_request/parse "100 100000 40 40000 100"
+  out=$(CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/q.%p.pb.gz" \
+    timeout 60 env --default-signal=PIPE LD_PRELOAD="$LIB" "$BIN/wl_fork" --immediate-exit 2>&4)
+  rc=$?
+  [ $rc -eq 0 ] || fail "wl_fork --immediate-exit with its stderr a broken pipe exited $rc, want 0"
+  for want in 3 4 6 7; do
+    child=$(printf '%s\n' "$out" | awk -v s="$want" '$1 == "exit" && $4 == s {print $2}')
+    [ -n "$child" ] || fail "no fork child ended with status $want: $out"
+    [ -n "$child" ] && { [ -f "q.$child.pb.gz" ] || fail "the child ending with status $want wrote no profile"; }
+  done
+  exec 4>&-
+  ;;
 bad_env)
   CULPERT_SAMPLE_RATE=lots CULPERT_OUTPUT="$work/e.pb.gz" run_pre "$BIN/wl_basic" >out 2>err ||
     fail "wl_basic failed"
