@@ -87,68 +87,86 @@ static int runnable_in_path(const char *file)
   }
 }
 
-static void before(struct culpert__exec_note *note, int likely, const char *file,
-                   char *const envp[])
+/* The note of the image's profile (its path takes 8 KiB) lives in a
+ * mapping of its own, not on the stack: a thread started with a small
+ * stack (16 KiB) that execs had no room for it and crashed with SIGSEGV.
+ * Gone with the image, or unmapped by after() should the exec fail. Made
+ * only where the image's profile is written (never in a vfork child,
+ * whose mapping would stay behind in its parent's address space); NULL
+ * otherwise, or when no mapping can be made (the exec goes ahead). */
+static struct culpert__exec_note *before(int likely, const char *file, char *const envp[])
 {
-  if (likely)
-    culpert__output_before_exec(note, file, envp);
-  else
-    note->locked = note->written = 0;
+  if (!likely || !culpert__output_exec_writes())
+    return NULL;
+  int saved = errno;
+  struct culpert__exec_note *note =
+      mmap(NULL, sizeof *note, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  errno = saved;
+  if (note == MAP_FAILED)
+    return NULL;
+  culpert__output_before_exec(note, file, envp);
+  return note;
+}
+
+static void after(struct culpert__exec_note *note)
+{
+  if (note == NULL)
+    return;
+  culpert__output_exec_failed(note);
+  int saved = errno;
+  munmap(note, sizeof *note);
+  errno = saved;
 }
 
 CULPERT__EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-  struct culpert__exec_note note;
   RESOLVE(next_execve, "execve");
   if (next_execve == NULL) {
     errno = ENOSYS;
     return -1;
   }
-  before(&note, runnable_at(AT_FDCWD, path, 0), path, envp);
+  struct culpert__exec_note *note = before(runnable_at(AT_FDCWD, path, 0), path, envp);
   int rc = next_execve(path, argv, envp);
-  culpert__output_exec_failed(&note);
+  after(note);
   return rc;
 }
 
 CULPERT__EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-  struct culpert__exec_note note;
   RESOLVE(next_execvpe, "execvpe");
   if (next_execvpe == NULL) {
     errno = ENOSYS;
     return -1;
   }
-  before(&note, runnable_in_path(file), file, envp);
+  struct culpert__exec_note *note = before(runnable_in_path(file), file, envp);
   int rc = next_execvpe(file, argv, envp);
-  culpert__output_exec_failed(&note);
+  after(note);
   return rc;
 }
 
 CULPERT__EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-  struct culpert__exec_note note;
   RESOLVE(next_fexecve, "fexecve");
   if (next_fexecve == NULL) {
     errno = ENOSYS;
     return -1;
   }
-  before(&note, fd >= 0, NULL, envp);
+  struct culpert__exec_note *note = before(fd >= 0, NULL, envp);
   int rc = next_fexecve(fd, argv, envp);
-  culpert__output_exec_failed(&note);
+  after(note);
   return rc;
 }
 
 CULPERT__EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
                              int flags)
 {
-  struct culpert__exec_note note;
   RESOLVE(next_execveat, "execveat");
   int empty = *path == '\0' && (flags & AT_EMPTY_PATH);
-  before(&note, empty || runnable_at(dirfd, path, flags & AT_SYMLINK_NOFOLLOW), empty ? NULL : path,
-         envp);
+  struct culpert__exec_note *note = before(
+      empty || runnable_at(dirfd, path, flags & AT_SYMLINK_NOFOLLOW), empty ? NULL : path, envp);
   int rc = next_execveat != NULL ? next_execveat(dirfd, path, argv, envp, flags)
                                  : (int)syscall(SYS_execveat, dirfd, path, argv, envp, flags);
-  culpert__output_exec_failed(&note);
+  after(note);
   return rc;
 }
 

@@ -607,6 +607,10 @@ struct culpert__exec_note {
   int written; /* 1: path was written; 2: and goes if the exec fails */
   char path[2 * CULPERT__PATH_MAX];
 };
+/* culpert__output_exec_writes: whether culpert__output_before_exec would
+ * write the image's profile (this process, not a vfork child; sampling on;
+ * not inside culpert). */
+int culpert__output_exec_writes(void);
 void culpert__output_before_exec(struct culpert__exec_note *note, const char *file,
                                  char *const envp[]);
 void culpert__output_exec_failed(struct culpert__exec_note *note);

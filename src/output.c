@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "demangle.h"
@@ -158,6 +159,60 @@ static int stderr_unchanged(void)
   struct stat st;
   return start_stderr.known && fstat(STDERR_FILENO, &st) == 0 && st.st_dev == start_stderr.dev &&
          st.st_ino == start_stderr.ino;
+}
+
+/*
+ * Writing a profile takes tens of KiB of stack (path buffers, the
+ * encoder's, the symbolizer's and zlib's frames): more than a thread
+ * started with a small stack has left (16 or 32 KiB, as some programs give
+ * their workers; `ulimit -s 32` gives the main thread that little), which
+ * then crashed with SIGSEGV where it called exit() or _exit(), took an
+ * ending signal or exec'd. The writer runs on a stack of culpert's own
+ * instead, mapped for the write with a guard page below it and unmapped
+ * after (only the pages it touches are ever backed). Where none can be
+ * mapped it runs where it is. Async-signal-safe as used here (getcontext,
+ * makecontext and swapcontext only save and load registers and the signal
+ * mask).
+ */
+#define WRITER_STACK       (1024 * 1024)
+#define WRITER_STACK_GUARD (64 * 1024)
+
+struct own_stack {
+  void (*fn)(void *);
+  void *arg;
+  ucontext_t back;
+};
+
+static void own_stack_entry(unsigned hi, unsigned lo)
+{
+  struct own_stack *s = (struct own_stack *)(((uintptr_t)hi << 32) | (uintptr_t)lo);
+  s->fn(s->arg);
+}
+
+static void on_own_stack(void (*fn)(void *), void *arg)
+{
+  size_t size = WRITER_STACK + WRITER_STACK_GUARD;
+  unsigned char *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED) {
+    fn(arg);
+    return;
+  }
+  mprotect(mem, WRITER_STACK_GUARD, PROT_NONE);
+  struct own_stack s = {fn, arg, {0}};
+  ucontext_t ctx;
+  int switched = 0;
+  if (getcontext(&ctx) == 0) {
+    ctx.uc_stack.ss_sp = mem + WRITER_STACK_GUARD;
+    ctx.uc_stack.ss_size = WRITER_STACK;
+    ctx.uc_link = &s.back;
+    uintptr_t p = (uintptr_t)&s;
+    makecontext(&ctx, (void (*)(void))own_stack_entry, 2, (unsigned)(p >> 32), (unsigned)p);
+    switched = swapcontext(&s.back, &ctx) == 0;
+  }
+  if (!switched)
+    fn(arg);
+  munmap(mem, size);
 }
 
 /* write(2) of culpert's own line that never raises SIGPIPE: where fd 2 is
@@ -1153,12 +1208,25 @@ static int write_exit_files(char *path, size_t n, int choose, enum say_ok say_ok
  * temporary file behind. */
 static atomic_int exit_done;
 
+struct snapshot_file {
+  const char *path;
+  int rc;
+};
+
+static void snapshot_file(void *arg)
+{
+  struct snapshot_file *f = arg;
+  f->rc = write_files(f->path, REPLACE, 0, OK_SAY, 1);
+}
+
 int culpert__output_write_file(const char *path)
 {
   write_lock_take();
-  int rc = atomic_load(&exit_done) ? -EAGAIN : write_files(path, REPLACE, 0, OK_SAY, 1);
+  struct snapshot_file f = {path, -EAGAIN};
+  if (!atomic_load(&exit_done))
+    on_own_stack(snapshot_file, &f);
   write_lock_release();
-  return rc;
+  return f.rc;
 }
 
 /* Whether CULPERT_OUTPUT's template (NULL: the default) has a %p. */
@@ -1246,12 +1314,11 @@ static int exit_path(char *path, size_t n)
   return rc;
 }
 
-void culpert__output_at_exit(void)
+static void output_at_exit(void *unused)
 {
+  (void)unused;
   char path[2 * CULPERT__PATH_MAX];
   struct culpert__thread *t = &culpert__tls;
-  if (!atomic_load(&culpert__ready) || culpert__sampler_failed())
-    return;
   t->guard++;
   int saved = errno;
   /* An ending signal must not end the program half way through: on this
@@ -1284,6 +1351,13 @@ void culpert__output_at_exit(void)
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   errno = saved;
   t->guard--;
+}
+
+void culpert__output_at_exit(void)
+{
+  if (!atomic_load(&culpert__ready) || culpert__sampler_failed())
+    return;
+  on_own_stack(output_at_exit, NULL);
 }
 
 /* ------------------------------------------ interval and snapshot signal */
@@ -1372,7 +1446,14 @@ static void interval_start(void)
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_create(&th, NULL, rewrite_thread, NULL);
+  /* Stack enough for a write, whatever the default (`ulimit -s`). */
+  pthread_attr_t attr;
+  int rc = pthread_attr_init(&attr);
+  if (rc == 0) {
+    pthread_attr_setstacksize(&attr, WRITER_STACK);
+    rc = pthread_create(&th, &attr, rewrite_thread, NULL);
+    pthread_attr_destroy(&attr);
+  }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {
     culpert__say("cannot start the thread of CULPERT_INTERVAL and CULPERT_SNAPSHOT_SIGNAL: %s; "
@@ -1558,6 +1639,11 @@ static void writer_child(const char *path)
                                        : 1);
 }
 
+static void writer_child_entry(void *path)
+{
+  writer_child(path);
+}
+
 /* Wait, 100 ms at most, until no other thread is inside an update of the
  * record or live tables, and hold both across the fork, so that the copy
  * sees them whole. Not when this thread was itself interrupted inside
@@ -1636,7 +1722,7 @@ static int write_from_child(const char *path)
   int held = hold_tables();
   pid_t child = _Fork();
   if (child == 0)
-    writer_child(path); /* resets the locks */
+    on_own_stack(writer_child_entry, (void *)path); /* resets the locks; never returns */
   if (held) {
     culpert__live_unlock();
     culpert__record_unlock();
@@ -1801,12 +1887,17 @@ static int env_preloads_us(char *const envp[])
   return 0;
 }
 
+int culpert__output_exec_writes(void)
+{
+  return atomic_load(&culpert__ready) && !culpert__sampler_failed() &&
+         atomic_load(&culpert__running) && (long)getpid() == pid && culpert__tls.guard == 0;
+}
+
 void culpert__output_before_exec(struct culpert__exec_note *note, const char *file,
                                  char *const envp[])
 {
   note->locked = note->written = 0;
-  if (!atomic_load(&culpert__ready) || culpert__sampler_failed() ||
-      !atomic_load(&culpert__running) || (long)getpid() != pid || culpert__tls.guard != 0)
+  if (!culpert__output_exec_writes())
     return;
   int saved = errno;
   culpert__tls.guard++;
@@ -1872,6 +1963,19 @@ void culpert__output_exec_failed(struct culpert__exec_note *note)
 
 /* ---------------------------------------------------------------- public API */
 
+struct snapshot_buffer {
+  unsigned char **out;
+  size_t *len;
+  uint64_t *nsamples;
+  int rc;
+};
+
+static void snapshot_buffer(void *arg)
+{
+  struct snapshot_buffer *b = arg;
+  b->rc = culpert__output_profile(b->out, b->len, b->nsamples);
+}
+
 CULPERT__EXPORT int culpert_snapshot_write(const char *path)
 {
   if (path == NULL || *path == '\0')
@@ -1898,7 +2002,9 @@ CULPERT__EXPORT int culpert_snapshot(unsigned char **out, size_t *len)
   int saved = errno;
   culpert__tls.guard++;
   write_lock_take(); /* see write_lock: no fork while it encodes */
-  int rc = culpert__output_profile(out, len, &nsamples);
+  struct snapshot_buffer b = {out, len, &nsamples, -EAGAIN};
+  on_own_stack(snapshot_buffer, &b);
+  int rc = b.rc;
   write_lock_release();
   culpert__tls.guard--;
   errno = saved;

@@ -267,6 +267,37 @@ small_stack)
       [ $rc -eq 0 ] && { profile s.pb.gz >/dev/null; }
     done
   done
+  # Where culpert writes a profile on such a thread (exit, _exit, an ending
+  # signal, an exec, a snapshot), the write runs on a stack of its own: it
+  # needs tens of KiB, and the thread crashed with SIGSEGV (or, for _exit,
+  # an ending signal and an exec, its forked writer did, and no profile
+  # was written).
+  for end in exit:3 _exit:4 term:143 exec:0 snapshot:0; do
+    how=${end%%:*} want=${end#*:}
+    rm -f s.pb.gz s.pb.gz.* snap.pb.gz
+    CULPERT_WRITE_ON_SIGNAL=1 CULPERT_QUIET=1 CULPERT_OUTPUT="$work/s.pb.gz" \
+      run_pre "$BIN/wl_small_stack" "$how" "$work/snap.pb.gz" >out 2>err
+    rc=$?
+    [ $rc -eq "$want" ] || fail "ending with $how on a small stack: exit status $rc, want $want: $(cat err)"
+    grep -q culpert err && fail "ending with $how on a small stack: $(cat err)"
+    case $how in
+    exec) written=s.pb.gz.exec1 ;;
+    snapshot) written=snap.pb.gz ;;
+    *) written=s.pb.gz ;;
+    esac
+    if [ -f "$written" ]; then profile "$written" >/dev/null; else fail "ending with $how on a small stack: no $written: $(ls)"; fi
+  done
+  # Under `ulimit -s 32`: the main thread, which writes the exit profile,
+  # and the thread of CULPERT_INTERVAL, whose default stack is that small
+  # too (it rewrites the file after a second).
+  rm -f s.pb.gz
+  (ulimit -s 32 && CULPERT_INTERVAL=1 CULPERT_OUTPUT="$work/s.pb.gz" \
+    run_pre "$BIN/wl_small_stack" wait >out 2>err)
+  rc=$?
+  [ $rc -eq 0 ] || fail "under ulimit -s 32: exit status $rc, want 0: $(cat err)"
+  [ -f s.pb.gz ] && profile s.pb.gz >/dev/null || fail "under ulimit -s 32: no profile"
+  [ "$(grep -c '^culpert: wrote profile' err)" -eq 2 ] ||
+    fail "under ulimit -s 32: want a rewrite and the exit profile: $(cat err)"
   ;;
 signal_during_exit_write)
   # CULPERT_WRITE_ON_SIGNAL=1 and SIGTERM while the exit profile is being
