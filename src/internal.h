@@ -624,6 +624,10 @@ int culpert__output_write_file(const char *path);
 
 /* culpert__say: write one "culpert: ..." line to stderr (no stdio). */
 void culpert__say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* culpert__say_raw: write `text` (a whole line, "culpert: " and "\n"
+ * included) to stderr as culpert__say does, with no formatting and a few
+ * words of stack: for the allocation slow path and signal handlers. */
+void culpert__say_raw(const char *text);
 /* culpert__say_fd: the same to `fd`; nothing when fd < 0. */
 void culpert__say_fd(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

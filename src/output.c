@@ -1591,8 +1591,9 @@ static int64_t monotonic_seconds(void)
   return (int64_t)ts.tv_sec;
 }
 
-/* Write `text` to stderr with write(2) alone (async-signal-safe). */
-static void say_raw(const char *text)
+/* Write `text` to stderr with write(2) alone (async-signal-safe, and
+ * a few words of stack: say_v's line buffer takes 8 KiB). */
+void culpert__say_raw(const char *text)
 {
   if (!stderr_unchanged())
     return;
@@ -1681,12 +1682,12 @@ static int wait_for_writer(pid_t child, int final)
   if (got == 0) {
     kill(child, SIGKILL);
     waitpid(child, &status, 0);
-    say_raw("culpert: writing the profile took too long; stopped\n");
+    culpert__say_raw("culpert: writing the profile took too long; stopped\n");
     return -1;
   }
   if (got < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     if (got > 0 && !WIFEXITED(status))
-      say_raw("culpert: the process writing the profile failed; none written\n");
+      culpert__say_raw("culpert: the process writing the profile failed; none written\n");
     int code = got > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return code == WRITER_NAME_TAKEN ? -EEXIST : code == WRITER_DIR_REFUSED ? -EACCES : -1;
   }
@@ -1729,7 +1730,7 @@ static int write_from_child(const char *path)
   }
   int rc = -1;
   if (child < 0) {
-    say_raw("culpert: cannot fork to write the profile; none written\n");
+    culpert__say_raw("culpert: cannot fork to write the profile; none written\n");
   } else {
     atomic_store(&writer_pid, (int)child);
     rc = wait_for_writer(child, path == NULL);

@@ -9,18 +9,30 @@
  * Slow path only: one lock guards the buckets, their open-addressing index
  * and the pool of stack addresses. Memory is reserved once with mmap
  * (MAP_NORESERVE, touched as it fills), never taken from malloc; when it
- * runs out, samples are dropped and counted.
+ * runs out, samples are dropped and counted. The whole reservation is 146
+ * MiB of address space; under an address-space limit (RLIMIT_AS, `ulimit
+ * -v`) a half, a quarter, ... down to a 64th is taken instead: the largest
+ * within an eighth of the limit (the writer needs room too: libc's debug
+ * information alone inflates to 6 MiB), or smaller where the mapping is
+ * refused. Before, every sample of such a program was dropped, silently:
+ * its profiles held none.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include "internal.h"
 
 #define MAX_BUCKETS (1u << 18)
 #define INDEX_SIZE  (MAX_BUCKETS * 2u)
 #define IP_POOL     (1u << 24)
+
+/* The capacities reserved: MAX_BUCKETS, INDEX_SIZE and IP_POOL, or as
+ * many fewer as an address-space limit let in (ensure_tables). */
+static uint32_t max_buckets, index_size;
+static uint64_t ip_pool_size;
 
 static culpert__lock_t lock;
 static struct culpert__bucket *buckets;
@@ -38,28 +50,47 @@ static void *reserve(size_t bytes)
   return p == MAP_FAILED ? NULL : p;
 }
 
-/* Reserve the tables on first use (lock held). */
+/* Reserve the tables on first use (lock held): whole, or a half, a
+ * quarter, ... a 64th of them (above). */
 static int ensure_tables(void)
 {
   if (buckets != NULL)
     return 0;
   if (map_failed)
     return -ENOMEM;
-  buckets = reserve(MAX_BUCKETS * sizeof *buckets);
-  index_ = reserve(INDEX_SIZE * sizeof *index_);
-  ip_pool = reserve(IP_POOL * sizeof *ip_pool);
-  if (buckets == NULL || index_ == NULL || ip_pool == NULL) {
-    if (buckets != NULL)
-      munmap(buckets, MAX_BUCKETS * sizeof *buckets);
-    if (index_ != NULL)
-      munmap(index_, INDEX_SIZE * sizeof *index_);
-    if (ip_pool != NULL)
-      munmap(ip_pool, IP_POOL * sizeof *ip_pool);
-    buckets = NULL;
-    map_failed = 1;
-    return -ENOMEM;
+  unsigned first = 0;
+  struct rlimit lim;
+  uint64_t whole = (uint64_t)MAX_BUCKETS * sizeof *buckets + (uint64_t)INDEX_SIZE * sizeof *index_ +
+                   (uint64_t)IP_POOL * sizeof *ip_pool;
+  if (getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+    while (first < 6 && (whole >> first) > lim.rlim_cur / 8)
+      first++;
+  for (unsigned shift = first; shift <= 6; shift++) {
+    uint32_t nb = MAX_BUCKETS >> shift, ni = INDEX_SIZE >> shift;
+    uint64_t np = (uint64_t)IP_POOL >> shift;
+    struct culpert__bucket *b = reserve(nb * sizeof *b);
+    uint32_t *x = reserve(ni * sizeof *x);
+    uintptr_t *ip = reserve(np * sizeof *ip);
+    if (b != NULL && x != NULL && ip != NULL) {
+      buckets = b;
+      index_ = x;
+      ip_pool = ip;
+      max_buckets = nb;
+      index_size = ni;
+      ip_pool_size = np;
+      return 0;
+    }
+    if (b != NULL)
+      munmap(b, nb * sizeof *b);
+    if (x != NULL)
+      munmap(x, ni * sizeof *x);
+    if (ip != NULL)
+      munmap(ip, np * sizeof *ip);
   }
-  return 0;
+  map_failed = 1;
+  culpert__say_raw("culpert: cannot reserve memory for the sampled stacks (an address-space "
+                   "limit, ulimit -v?); samples are dropped\n");
+  return -ENOMEM;
 }
 
 static uint64_t stack_hash(const uintptr_t *ips, uint32_t depth, uint32_t span)
@@ -81,8 +112,8 @@ int64_t culpert__record_sample(const uintptr_t *ips, uint32_t depth, uint32_t sp
   culpert__lock(&lock);
   if (ensure_tables() != 0)
     goto out;
-  uint32_t i = (uint32_t)(h & (INDEX_SIZE - 1));
-  for (;; i = (i + 1) & (INDEX_SIZE - 1)) {
+  uint32_t i = (uint32_t)(h & (index_size - 1));
+  for (;; i = (i + 1) & (index_size - 1)) {
     uint32_t b = index_[i];
     if (b == 0)
       break;
@@ -94,7 +125,7 @@ int64_t culpert__record_sample(const uintptr_t *ips, uint32_t depth, uint32_t sp
     }
   }
   if (found < 0) {
-    if (nbuckets >= MAX_BUCKETS || nips + depth > IP_POOL)
+    if (nbuckets >= max_buckets || nips + depth > ip_pool_size)
       goto out;
     struct culpert__bucket *k = &buckets[nbuckets];
     memset(k, 0, sizeof *k);
@@ -191,10 +222,10 @@ void culpert__record_count_dropped(void)
 void culpert__record_reset(void)
 {
   if (buckets != NULL) {
-    memset(index_, 0, INDEX_SIZE * sizeof *index_);
+    memset(index_, 0, index_size * sizeof *index_);
     /* Give the touched pages back; the mapping stays reserved. */
-    madvise(buckets, MAX_BUCKETS * sizeof *buckets, MADV_DONTNEED);
-    madvise(ip_pool, IP_POOL * sizeof *ip_pool, MADV_DONTNEED);
+    madvise(buckets, max_buckets * sizeof *buckets, MADV_DONTNEED);
+    madvise(ip_pool, ip_pool_size * sizeof *ip_pool, MADV_DONTNEED);
   }
   nbuckets = 0;
   nips = 0;

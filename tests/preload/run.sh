@@ -1091,6 +1091,26 @@ cancel)
     expect_line "$out" '^cancelled inside malloc 0 of 200$' "wl_cancel fibers ($mode)"
   done
   ;;
+address_space_limit)
+  # Under `ulimit -v` (RLIMIT_AS) the sample tables' whole reservation, 146
+  # MiB of address space, may not fit: a part of it is taken, within an
+  # eighth of the limit, and every sample is still kept. Before, all were
+  # dropped, silently (culpert.dropped_samples alone said so), and the
+  # profile held none.
+  for limit in 65536 131072 1048576; do
+    rm -f as.pb.gz
+    (ulimit -v $limit && CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/as.pb.gz" \
+      run_pre "$BIN/wl_basic" >out 2>err)
+    rc=$?
+    [ $rc -eq 0 ] || fail "wl_basic under ulimit -v $limit: exit $rc: $(cat err)"
+    expect_line "$(cat err)" "^culpert: wrote profile to $work/as.pb.gz " "under ulimit -v $limit"
+    if [ -f as.pb.gz ]; then
+      expect_totals as.pb.gz handle_request/parse "100 100000 40 40000 100"
+      expect_line "$(profile as.pb.gz)" '^comment culpert\.dropped_samples=0$' \
+        "no sample dropped under ulimit -v $limit"
+    fi
+  done
+  ;;
 file_size_limit)
   # Under `ulimit -f` a profile larger than the limit is not written (one
   # line says why) and the program ends as it would have: SIGXFSZ, raised
