@@ -1218,6 +1218,13 @@ int culpert__cmd_run(int argc, char **argv)
     }
   }
   child_pid = 0;
+  /* PROGRAM has ended: what is left to say must not end culpert by SIGPIPE
+   * where its stderr or stdout is a pipe nobody reads any more (`culpert
+   * run -- prog 2>&1 | head -1`). culpert ended with status 141 then,
+   * PROGRAM's status lost; now a line on a gone stderr is lost, and a
+   * report on a gone stdout is the error "cannot write to standard
+   * output" (exit 2), as on a full disk. */
+  signal(SIGPIPE, SIG_IGN);
   if (got == (ssize_t)sizeof exec_err) {
     /* exec says EACCES for a directory and for a file without execute
      * permission alike; a path names the file, so say which. */

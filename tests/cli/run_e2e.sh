@@ -483,6 +483,22 @@ rc=$?
 has err "culpert: error: $tmp/sp ace/libculpert.so cannot be preloaded: its path holds a space or ':'" ||
   fail "CULPERT_LIB with a space: $(cat err)"
 
+# A pipe nobody reads any more as culpert's stderr (then stdout), SIGPIPE
+# at its default action: PROGRAM's status stands (and a report that cannot
+# be written is exit 2, as on a full disk), where culpert used to end by
+# SIGPIPE, status 141. A FIFO opened for reading and writing, then closed
+# for reading, is such a pipe.
+mkfifo "$tmp/gone" && exec 3<>"$tmp/gone" 4>"$tmp/gone" && exec 3<&-
+env -u CULPERT_QUIET --default-signal=PIPE "$culpert" run --no-report -o "$tmp/gone.pb.gz" -- \
+  sh -c 'exit 3' >out 2>&4
+rc=$?
+[ $rc -eq 3 ] || fail "stderr a broken pipe: exit $rc, want PROGRAM's 3"
+env --default-signal=PIPE "$culpert" run -o "$tmp/gone.pb.gz" -- "$workload" >&4 2>err
+rc=$?
+[ $rc -eq 2 ] || fail "stdout a broken pipe: exit $rc, want 2"
+has err "culpert: error: cannot write to standard output: Broken pipe" || fail "stdout a broken pipe: $(cat err)"
+exec 4>&-
+
 if [ $failures -ne 0 ]; then
   echo "$failures run check(s) failed"
   exit 1
