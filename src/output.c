@@ -192,13 +192,21 @@ static void own_stack_entry(unsigned hi, unsigned lo)
 static void on_own_stack(void (*fn)(void *), void *arg)
 {
   size_t size = WRITER_STACK + WRITER_STACK_GUARD;
-  unsigned char *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+  /* Mapped inaccessible, unlocked, then opened above the guard: under
+   * mlockall(MCL_FUTURE) a mapping made writable at once would be locked
+   * and filled whole (as the sample tables, record.c). */
+  unsigned char *mem =
+      mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
   if (mem == MAP_FAILED) {
     fn(arg);
     return;
   }
-  mprotect(mem, WRITER_STACK_GUARD, PROT_NONE);
+  munlock(mem, size);
+  if (mprotect(mem + WRITER_STACK_GUARD, WRITER_STACK, PROT_READ | PROT_WRITE) != 0) {
+    munmap(mem, size);
+    fn(arg);
+    return;
+  }
   struct own_stack s = {fn, arg, {0}};
   ucontext_t ctx;
   int switched = 0;

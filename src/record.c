@@ -43,11 +43,22 @@ static uint64_t nips;
 static int map_failed;
 static atomic_uint_fast64_t dropped;
 
+/* Address space only, whatever the program asked with
+ * mlockall(MCL_FUTURE): a mapping made readable and writable at once would
+ * then be locked and filled at once, all 146 MiB of it resident (a
+ * program's VmLck went from 8 MB to 164 MB). Mapped inaccessible (nothing
+ * to fill), unlocked, then opened: its pages come as they are touched. */
 static void *reserve(size_t bytes)
 {
-  void *p =
-      mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  return p == MAP_FAILED ? NULL : p;
+  void *p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return NULL;
+  munlock(p, bytes);
+  if (mprotect(p, bytes, PROT_READ | PROT_WRITE) != 0) {
+    munmap(p, bytes);
+    return NULL;
+  }
+  return p;
 }
 
 /* Reserve the tables on first use (lock held): whole, or a half, a

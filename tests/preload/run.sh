@@ -1091,6 +1091,29 @@ cancel)
     expect_line "$out" '^cancelled inside malloc 0 of 200$' "wl_cancel fibers ($mode)"
   done
   ;;
+mlockall)
+  # A program under mlockall(MCL_CURRENT | MCL_FUTURE) gets every later
+  # mapping locked and filled at once: the sample tables' reservation (146
+  # MiB of address space, meant to be touched as it fills) is mapped so that
+  # it is not, and culpert adds about its own loaded size to what the
+  # program locks (libculpert's 4.8 MB of static tables, its libraries),
+  # not 150 MB more.
+  "$BIN/wl_mlock" >out 2>err
+  rc=$?
+  [ $rc -eq 77 ] && exit 77 # mlockall refused here
+  [ $rc -eq 0 ] || fail "wl_mlock fails without culpert: $(cat out err)"
+  plain=$(awk '$1 == "VmLck" {print $2}' out)
+  for mode in libunwind fp; do
+    CULPERT_STACK=$mode CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/m.pb.gz" run_pre "$BIN/wl_mlock" >out 2>err
+    rc=$?
+    [ $rc -eq 0 ] || fail "$mode: wl_mlock exited $rc: $(cat out err)"
+    with=$(awk '$1 == "VmLck" {print $2}' out)
+    [ -n "$with" ] && [ -n "$plain" ] && [ $((with - plain)) -lt 32768 ] ||
+      fail "$mode: culpert added $((with - plain)) kB of locked memory ($plain kB without it, $with kB with)"
+    n=$(profile m.pb.gz | awk '$1 == "sample" { n += $6 } END { print n + 0 }')
+    [ "$n" -ge 2000 ] || fail "$mode: the profile holds $n samples, want 2000 or more"
+  done
+  ;;
 address_space_limit)
   # Under `ulimit -v` (RLIMIT_AS) the sample tables' whole reservation, 146
   # MiB of address space, may not fit: a part of it is taken, within an
