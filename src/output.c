@@ -1500,14 +1500,21 @@ static void interval_start(void)
  * replaces culpert's; when the program sets the default action again,
  * culpert's handler stands in for it again. culpert's own calls go to
  * glibc's __sigaction, past the wrappers.
+ *
+ * A handler set with SA_RESETHAND (node's for SIGINT and SIGTERM) goes back
+ * to the default action in the kernel as the signal arrives, past the
+ * wrappers, and the signal it raises again then ended the program with no
+ * profile. So bit i of `oneshot` says on_oneshot_signal stands in for such
+ * a handler, `theirs[i]`: it does what the kernel would (culpert's handler
+ * then stands in for the default action), then calls the program's.
  */
 #pragma weak culpert__use_private_heap
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 extern pid_t _Fork(void);
 #pragma weak _Fork
 
-static atomic_uint hidden;
-static struct sigaction seen[N_ENDING];
+static atomic_uint hidden, oneshot;
+static struct sigaction seen[N_ENDING], theirs[N_ENDING];
 
 static int ending_index(int sig)
 {
@@ -1554,12 +1561,81 @@ static void catch_snapshot_signal(void)
   __sigaction(sig, &sa, NULL);
 }
 
+/* Install culpert's handler in place of the default action of signal
+ * ending_signals[i], which the program sees as `dfl`. */
+static int stand_in_for_default(int i, const struct sigaction *dfl, struct sigaction *old)
+{
+  struct sigaction mine;
+  memset(&mine, 0, sizeof mine);
+  mine.sa_handler = on_ending_signal;
+  sigfillset(&mine.sa_mask);
+  seen[i] = *dfl;
+  if (__sigaction(ending_signals[i], &mine, old) != 0)
+    return -1;
+  atomic_fetch_and(&oneshot, ~(1u << i));
+  atomic_fetch_or(&hidden, 1u << i);
+  return 0;
+}
+
+/* The program's SA_RESETHAND handler of `sig`, run as the kernel would:
+ * the default action first (culpert's stand-in for it), then the handler,
+ * under the mask the program gave (installed with it). */
+static void on_oneshot_signal(int sig, siginfo_t *info, void *ctx)
+{
+  int i = ending_index(sig), saved = errno;
+  /* The kernel resets the handler alone; sigaction reports its flags. */
+  struct sigaction prog = theirs[i], dfl = theirs[i];
+  dfl.sa_handler = SIG_DFL;
+  stand_in_for_default(i, &dfl, NULL);
+  errno = saved;
+  if (prog.sa_flags & SA_SIGINFO)
+    prog.sa_sigaction(sig, info, ctx);
+  else
+    prog.sa_handler(sig);
+}
+
 int culpert__signal_intercept(int sig, const struct sigaction *act, struct sigaction *old)
 {
   int i = ending_index(sig);
   if (i < 0 || !atomic_load(&watching))
     return __sigaction(sig, act, old);
   unsigned bit = 1u << i;
+  if (act != NULL && (act->sa_flags & SA_RESETHAND) && !is_default(act) &&
+      ((act->sa_flags & SA_SIGINFO) || act->sa_handler != SIG_IGN)) {
+    /* on_oneshot_signal stands in for it, with its mask and flags. */
+    struct sigaction before, mine = *act;
+    unsigned had = atomic_load(&hidden) & bit, one = atomic_load(&oneshot) & bit;
+    if (!had && !one && __sigaction(sig, NULL, &before) != 0)
+      return -1;
+    if (had)
+      before = seen[i];
+    else if (one)
+      before = theirs[i];
+    mine.sa_flags = (act->sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+    mine.sa_sigaction = on_oneshot_signal;
+    theirs[i] = *act;
+    if (__sigaction(sig, &mine, NULL) != 0)
+      return -1;
+    atomic_fetch_and(&hidden, ~bit);
+    atomic_fetch_or(&oneshot, bit);
+    if (old != NULL)
+      *old = before;
+    return 0;
+  }
+  if (atomic_load(&oneshot) & bit) {
+    struct sigaction before = theirs[i];
+    if (act != NULL && is_default(act)) {
+      if (stand_in_for_default(i, act, NULL) != 0)
+        return -1;
+    } else if (act != NULL) {
+      if (__sigaction(sig, act, NULL) != 0)
+        return -1;
+      atomic_fetch_and(&oneshot, ~bit);
+    }
+    if (old != NULL)
+      *old = before;
+    return 0;
+  }
   if (atomic_load(&hidden) & bit) {
     struct sigaction before = seen[i];
     if (act != NULL && !is_default(act)) {
@@ -1580,15 +1656,7 @@ int culpert__signal_intercept(int sig, const struct sigaction *act, struct sigac
     return __sigaction(sig, act, old);
   /* The program goes back to the default action (Python does before it
    * ends itself by SIGINT): culpert's handler stands in for it again. */
-  struct sigaction mine;
-  memset(&mine, 0, sizeof mine);
-  mine.sa_handler = on_ending_signal;
-  sigfillset(&mine.sa_mask);
-  seen[i] = *act;
-  if (__sigaction(sig, &mine, old) != 0)
-    return -1;
-  atomic_fetch_or(&hidden, bit);
-  return 0;
+  return stand_in_for_default(i, act, old);
 }
 
 /* Seconds on CLOCK_MONOTONIC (async-signal-safe). */

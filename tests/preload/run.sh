@@ -1805,6 +1805,17 @@ write_on_signal)
   rc=$?
   [ "$rc" -eq 143 ] || fail "SIGTERM after signal(SIGTERM, SIG_DFL): exit status $rc"
   expect_totals own2.pb.gz handle_request/parse "100 100000 40 40000 100"
+  # a handler set with SA_RESETHAND (node's): it runs, finds the default
+  # action, raises the signal again, and the profile is written as the
+  # default action ends the program
+  CULPERT_WRITE_ON_SIGNAL=1 run_until_ready once --resethand
+  kill -s TERM "$prog"
+  wait "$prog"
+  rc=$?
+  [ "$rc" -eq 143 ] || fail "wl_basic --resethand: exit status $rc, want death by SIGTERM"
+  expect_line "$(cat once.out)" '^SIGTERM resethand=1$' "sigaction reports the program's handler"
+  expect_line "$(cat once.out)" '^handled SIGTERM default=1$' "the handler, after the reset"
+  expect_totals once.pb.gz handle_request/parse "100 100000 40 40000 100"
   # an ignored signal stays ignored
   (
     trap '' HUP

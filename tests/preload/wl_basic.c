@@ -26,7 +26,11 @@
  * (a handler only where the action is the default: it prints what
  * sigaction and signal report for SIGINT and SIGTERM), printing "handled
  * SIGINT" when it comes and then, as Python does, ending itself by SIGINT
- * with the default action. "--overwrite-env" writes 'x' over every
+ * with the default action. "--resethand" waits too, with a SIGTERM
+ * handler set with SA_RESETHAND, as node sets its own: the handler prints
+ * "handled SIGTERM" and whether the action is the default again, then
+ * raises the signal again, which (blocked while it runs) then ends the
+ * program with the default action. "--overwrite-env" writes 'x' over every
  * environment string before exiting, as programs that set their process
  * title do. "--loader-busy" waits too, while a thread of
  * its own sits inside a dl_iterate_phdr callback, holding the dynamic
@@ -207,6 +211,19 @@ static void on_int(int sig)
   interrupted = 1;
 }
 
+static void on_term_once(int sig, siginfo_t *info, void *ctx)
+{
+  (void)info;
+  (void)ctx;
+  struct sigaction now;
+  /* the kernel resets the handler alone, not the flags */
+  int dfl = sigaction(SIGTERM, NULL, &now) == 0 && now.sa_handler == SIG_DFL;
+  char line[64];
+  int n = snprintf(line, sizeof line, "handled SIGTERM default=%d\n", dfl);
+  (void)!write(STDOUT_FILENO, line, (size_t)n);
+  raise(sig);
+}
+
 /* A dl_iterate_phdr callback that never returns: the loader's lock stays
  * held by this thread. */
 static int hold_loader(struct dl_phdr_info *info, size_t size, void *data)
@@ -274,6 +291,18 @@ int main(int argc, char **argv)
     printf("SIGTERM default=%d\n", signal(SIGTERM, SIG_DFL) == SIG_DFL);
     if (dfl)
       CHECK(signal(SIGINT, on_int) == SIG_DFL);
+    hang = 1;
+  }
+  if (argc == 2 && strcmp(argv[1], "--resethand") == 0) {
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_term_once;
+    sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(SIGTERM, &sa, NULL) == 0);
+    CHECK(sigaction(SIGTERM, NULL, &old) == 0);
+    printf("SIGTERM resethand=%d\n",
+           old.sa_sigaction == on_term_once && (old.sa_flags & SA_RESETHAND) != 0);
     hang = 1;
   }
   if (argc == 2 && strcmp(argv[1], "--fork-hang") == 0) {
