@@ -364,6 +364,84 @@ static bool statically_linked(const char *file)
   return is_static;
 }
 
+/* The file offset of virtual address `v` in the PT_LOAD segments
+ * load[0..n-1], or -1. */
+static off_t file_offset(const Elf64_Phdr *load, unsigned n, Elf64_Addr v)
+{
+  for (unsigned i = 0; i < n; i++)
+    if (v >= load[i].p_vaddr && v - load[i].p_vaddr < load[i].p_filesz)
+      return (off_t)(v - load[i].p_vaddr + load[i].p_offset);
+  return -1;
+}
+
+/* The sanitizer whose runtime `file` needs (DT_NEEDED) and that takes
+ * over malloc in a way libculpert cannot stand in front of, or NULL; its
+ * library's name in lib[0..len), the -fsanitize= value in *flag.
+ * AddressSanitizer aborts at start-up when LD_PRELOAD puts another library
+ * first; a ThreadSanitizer program re-executes itself and its profile held
+ * 5 of 2000 allocations. (LeakSanitizer alone works.) */
+static const char *sanitizer_runtime(const char *file, char *lib, size_t len, const char **flag)
+{
+  static const char *const runtimes[][3] = {
+      {"libasan.so", "AddressSanitizer", "address"},
+      {"libhwasan.so", "HWAddressSanitizer", "hwaddress"},
+      {"libtsan.so", "ThreadSanitizer", "thread"},
+      {"libmsan.so", "MemorySanitizer", "memory"},
+  };
+  const char *found = NULL;
+  int fd = open(file, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return NULL;
+  Elf64_Ehdr eh;
+  Elf64_Phdr load[16], dyn = {.p_type = PT_NULL};
+  unsigned nload = 0;
+  if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+      memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_phentsize != sizeof(Elf64_Phdr))
+    goto out;
+  for (unsigned i = 0; i < eh.e_phnum && i < 64; i++) {
+    Elf64_Phdr ph;
+    if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph)
+      goto out;
+    if (ph.p_type == PT_LOAD && nload < sizeof load / sizeof load[0])
+      load[nload++] = ph;
+    else if (ph.p_type == PT_DYNAMIC)
+      dyn = ph;
+  }
+  if (dyn.p_type != PT_DYNAMIC)
+    goto out;
+  Elf64_Addr strtab = 0;
+  Elf64_Xword needed[64];
+  unsigned nneeded = 0;
+  for (Elf64_Xword i = 0; i < dyn.p_filesz / sizeof(Elf64_Dyn) && i < 4096; i++) {
+    Elf64_Dyn d;
+    if (pread(fd, &d, sizeof d, (off_t)(dyn.p_offset + i * sizeof d)) != (ssize_t)sizeof d ||
+        d.d_tag == DT_NULL)
+      break;
+    if (d.d_tag == DT_STRTAB)
+      strtab = d.d_un.d_ptr;
+    else if (d.d_tag == DT_NEEDED && nneeded < sizeof needed / sizeof needed[0])
+      needed[nneeded++] = d.d_un.d_val;
+  }
+  off_t base = strtab != 0 ? file_offset(load, nload, strtab) : -1;
+  for (unsigned i = 0; i < nneeded && base >= 0 && !found; i++) {
+    char name[64];
+    ssize_t n = pread(fd, name, sizeof name - 1, base + (off_t)needed[i]);
+    if (n <= 0)
+      continue;
+    name[n] = '\0';
+    for (size_t k = 0; k < sizeof runtimes / sizeof runtimes[0] && !found; k++)
+      if (strncmp(name, runtimes[k][0], strlen(runtimes[k][0])) == 0) {
+        snprintf(lib, len, "%s", name);
+        found = runtimes[k][1];
+        *flag = runtimes[k][2];
+      }
+  }
+out:
+  close(fd);
+  return found;
+}
+
 /* Why the dynamic loader would run `file` in secure mode, where it skips
  * an LD_PRELOAD entry that holds a '/': it is set-user-ID or set-group-ID
  * to someone else, or carries file capabilities (for a user other than
@@ -1090,6 +1168,16 @@ static int refuse_before_run(const struct run_opts *o)
       return -1;
     }
     secure = secure_exec(prog_file);
+    char lib[64];
+    const char *flag = NULL;
+    const char *sanitizer = sanitizer_runtime(prog_file, lib, sizeof lib, &flag);
+    if (sanitizer != NULL) {
+      culpert__error("%s is built with %s (it needs %s), whose runtime takes over malloc: "
+                     "libculpert cannot profile it; build it without -fsanitize=%s to profile "
+                     "it",
+                     prog_file, sanitizer, lib, flag);
+      return -1;
+    }
   }
   if (secure != NULL) {
     culpert__error("%s is %s: the dynamic loader ignores LD_PRELOAD for it, so libculpert "

@@ -8,8 +8,8 @@
 # starts and of its image before an exec, and the errors (no profile from
 # a static binary or static PIE, exec failure, CULPERT_LIB pointing
 # nowhere).
-#   run_e2e.sh CULPERT WORKLOAD WORKLOAD_STATIC WORKLOAD_STATIC_PIE
-culpert=$1 workload=$2 static=$3 static_pie=$4
+#   run_e2e.sh CULPERT WORKLOAD WORKLOAD_STATIC WORKLOAD_STATIC_PIE WORKLOAD_ASAN
+culpert=$1 workload=$2 static=$3 static_pie=$4 asan=$5
 . "$(dirname "$0")/lib.sh"
 # wait_ready WHAT: wait, 60 s at most, until `run_workload wait` has
 # created ./ready.
@@ -260,6 +260,15 @@ rc=$?
 [ $rc -eq 2 ] || fail "static binary: exit $rc, want 2"
 has err "culpert: error: $static is statically linked: libculpert, loaded by LD_PRELOAD, sees only dynamically linked programs" || fail "static binary message: $(cat err)"
 [ -s out ] && fail "static binary: it ran anyway: $(cat out)"
+
+# 6b. A program built with AddressSanitizer aborts when LD_PRELOAD puts a
+#     library before its runtime: exit 2 before it runs, naming the flag.
+"$culpert" run -o e.pb.gz -- "$asan" plain >out 2>err
+rc=$?
+[ $rc -eq 2 ] || fail "AddressSanitizer program: exit $rc, want 2: $(cat err)"
+has err "culpert: error: $asan is built with AddressSanitizer (it needs libasan.so." || fail "AddressSanitizer message: $(cat err)"
+has err "build it without -fsanitize=address to profile it" || fail "AddressSanitizer advice: $(cat err)"
+[ -s out ] && fail "AddressSanitizer program: it ran anyway: $(cat out)"
 
 # 6a. A static PIE as well; the dynamic loader run as a command, which has
 #     no PT_INTERP either, still runs (and profiles what it loads).
