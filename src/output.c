@@ -359,6 +359,11 @@ static void catch_snapshot_signal(void);
 static atomic_int caught;
 static _Atomic int64_t caught_at;
 
+/* glibc's registration behind pthread_atfork, which passes the caller's
+ * __dso_handle. */
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
+                             void *dso_handle);
+
 static int loader_drained(struct dl_phdr_info *info, size_t size, void *data)
 {
   (void)info;
@@ -592,7 +597,14 @@ void culpert__init(void)
   culpert__stack_init(culpert__cfg.stack_mode);
   culpert__demangle_prepare(); /* the writer of a forked copy cannot dlsym */
   culpert__loader_find_lock();
-  if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) {
+  /* With no DSO handle, as the C library's own registrations are:
+   * pthread_atfork registers under libculpert's, and exit() drops those
+   * handlers when it runs libculpert's destructor, before the exit
+   * profile is written. A fork on another thread meanwhile left the child
+   * with write_lock (and the tables' locks) as the writer held them and
+   * with the parent's pid and tables: culpert_snapshot_write there waited
+   * forever. libculpert is linked -z nodelete, so they stay mapped. */
+  if (__register_atfork(fork_prepare, fork_parent, fork_child, NULL) != 0) {
     culpert__sampler_stop("pthread_atfork failed");
     goto out;
   }

@@ -416,6 +416,26 @@ fork_threads)
   expect_line "$out" '^forks 800 snapshot 0$' "forks on eight threads, then a snapshot"
   [ $rc -eq 0 ] && profile snap.pb.gz >/dev/null
   ;;
+fork_during_exit)
+  # A thread forks while the main thread's exit() writes the exit profile.
+  # exit() had dropped culpert's fork handlers with libculpert's destructor
+  # by then: the child inherited the lock the profile is written under,
+  # held, and its culpert_snapshot_write waited for it forever (SIGALRM
+  # ends such a child after 5 s; 2 to 4 runs of 4 had one). A fork now
+  # waits for that write (the process mostly ends first), and a child
+  # forked after it gets -EAGAIN (-11).
+  for i in 1 2 3 4; do
+    mkdir -p "d$i"
+    out=$(CULPERT_QUIET=1 CULPERT_SAMPLE_RATE=0 CULPERT_OUTPUT="$work/d$i/x.pb.gz" \
+      timeout 60 env LD_PRELOAD="$LIB" "$BIN/wl_fork" --during-exit "$work/d$i" 2>err)
+    rc=$?
+    [ $rc -eq 0 ] || fail "wl_fork --during-exit exited $rc (run $i): $(cat err)"
+    started=$(printf '%s\n' "$out" | grep -c ' start$')
+    done=$(printf '%s\n' "$out" | grep -Ec ' snapshot (0|-11)$')
+    [ "$started" = "$done" ] || fail "$started children started, $done wrote a snapshot or were refused (run $i): $out"
+    profile "d$i/x.pb.gz" >/dev/null
+  done
+  ;;
 fork_loader_busy | fork_in_loader)
   # fork_loader_busy: a fork while another thread iterates the loader's
   # list. glibc leaves the loader's write lock held in the child, which

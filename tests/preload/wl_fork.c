@@ -37,6 +37,13 @@
  * writes a snapshot to PATH with culpert_snapshot_write(); prints "forks
  * F snapshot RC" when done (the time it takes is what a test checks).
  *
+ * wl_fork --during-exit DIR: 4096 blocks from as many stacks, then a
+ * thread forks children one after another once the main thread calls
+ * exit(), so that forks come while the exit profile is written. Each
+ * child prints "child PID start", writes a snapshot to DIR/c.PID.pb.gz and
+ * prints "child PID snapshot RC"; one still writing after 5 s is ended by
+ * SIGALRM.
+ *
  * wl_fork --loader-busy: forks while another thread is inside
  * dl_iterate_phdr (its callback waits 1 s). The child does child_work,
  * code the parent never sampled, and exits; a child not done in 10 s is
@@ -311,6 +318,69 @@ static int stale_name(const char *prefix)
   return 0;
 }
 
+static const char *exit_dir;
+static atomic_int exiting;
+
+static void *fork_in_turn(void *arg)
+{
+  (void)arg;
+  while (!atomic_load(&exiting))
+    usleep(100);
+  for (;;) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      char path[4096];
+      snprintf(path, sizeof path, "%s/c.%d.pb.gz", exit_dir, (int)getpid());
+      alarm(5);
+      dprintf(1, "child %d start\n", (int)getpid());
+      int rc = culpert_snapshot_write(path);
+      dprintf(1, "child %d snapshot %d\n", (int)getpid(), rc);
+      _exit(0);
+    }
+    if (pid > 0)
+      waitpid(pid, NULL, 0);
+  }
+  return NULL;
+}
+
+static void exit_left(int depth, unsigned bits);
+static void exit_right(int depth, unsigned bits);
+
+/* a block from one of 4096 stacks: bit `depth` of `bits` picks the next
+ * frame */
+static void exit_step(int depth, unsigned bits)
+{
+  if (depth == 12)
+    kept[bits % 8 + 10] = malloc(16 + bits % 512);
+  else if (bits >> depth & 1)
+    exit_right(depth + 1, bits);
+  else
+    exit_left(depth + 1, bits);
+}
+
+__attribute__((noinline)) static void exit_left(int depth, unsigned bits)
+{
+  exit_step(depth, bits);
+  __asm__ volatile("");
+}
+
+__attribute__((noinline)) static void exit_right(int depth, unsigned bits)
+{
+  exit_step(depth, bits);
+  __asm__ volatile("");
+}
+
+static int fork_during_exit(const char *dir)
+{
+  exit_dir = dir;
+  for (unsigned i = 0; i < 4096; i++)
+    exit_step(0, i);
+  pthread_t t;
+  pthread_create(&t, NULL, fork_in_turn, NULL);
+  atomic_store(&exiting, 1);
+  exit(0);
+}
+
 static int fork_here(struct dl_phdr_info *info, size_t size, void *data)
 {
   (void)info;
@@ -347,6 +417,8 @@ int main(int argc, char **argv)
     return fork_during_snapshots(atoi(argv[2]));
   if (argc > 1 && strcmp(argv[1], "--loader-busy") == 0)
     return fork_while_loader_busy();
+  if (argc > 2 && strcmp(argv[1], "--during-exit") == 0)
+    return fork_during_exit(argv[2]);
   if (argc > 2 && strcmp(argv[1], "--stale") == 0)
     return stale_name(argv[2]);
   if (argc > 1 && strcmp(argv[1], "--in-loader") == 0)
