@@ -1705,15 +1705,19 @@ write_on_signal)
     for _ in $(seq 100); do grep -q '^failures=' "$name.out" && return 0; sleep 0.1; done
     fail "$name: wl_basic did not get ready in 10 s"
   }
+  # kill_expect SIG WHAT: send SIG to $prog, which must end by it
+  kill_expect() {
+    kill -s "$1" "$prog"
+    wait "$prog"
+    local rc=$?
+    [ "$rc" -eq $((128 + $(kill -l "$1"))) ] || fail "$2: exit status $rc, want death by SIG$1"
+  }
   for sig in INT TERM HUP QUIT ABRT; do
     CULPERT_WRITE_ON_SIGNAL=1 run_until_ready "s$sig" --hang
     # no thread of culpert's: a program may need to stay single-threaded
     threads=$(awk '/^Threads:/ {print $2}' "/proc/$prog/status")
     [ "$threads" = 1 ] || fail "SIG$sig: the program has $threads threads, want 1"
-    kill -s "$sig" "$prog"
-    wait "$prog"
-    rc=$?
-    [ "$rc" -eq $((128 + $(kill -l "$sig"))) ] || fail "SIG$sig: exit status $rc, want death by the signal"
+    kill_expect "$sig" "SIG$sig"
     expect_totals "s$sig.pb.gz" handle_request/parse "100 100000 40 40000 100"
     expect_line "$(cat "s$sig.err")" "^culpert: wrote profile to $work/s$sig.pb.gz \\([0-9]+ samples?\\)$" "SIG$sig stderr"
   done
@@ -1791,48 +1795,33 @@ write_on_signal)
     prog=$!
     for _ in $(seq 100); do grep -q '^done' "t$round.out" && break; sleep 0.1; done
     sleep 0.2
-    kill -s TERM "$prog"
-    wait "$prog"
-    rc=$?
-    [ "$rc" -eq 143 ] || fail "threads, round $round: exit status $rc"
+    kill_expect TERM "threads, round $round"
     expect_totals "t$round.pb.gz" pool/job "200 400000 0 0 200"
     expect_totals "t$round.pb.gz" churn "2000 200000 0 0 2000"
   done
   # without the variable: the signal ends the program, no profile
   run_until_ready plain --hang
-  kill -s INT "$prog"
-  wait "$prog"
-  rc=$?
-  [ "$rc" -eq 130 ] || fail "plain SIGINT: exit status $rc"
+  kill_expect INT "plain SIGINT"
   [ -f plain.pb.gz ] && fail "a profile was written on SIGINT without CULPERT_WRITE_ON_SIGNAL"
   # culpert's handlers are hidden: a program that sets up its own only
   # where the action is the default (as Python does for SIGINT) still
   # does, and its handler runs; when it then ends itself by SIGINT with
   # the default action (as Python does), the profile is written
   CULPERT_WRITE_ON_SIGNAL=1 run_until_ready own --handle-int
-  kill -s INT "$prog"
-  wait "$prog"
-  rc=$?
-  [ "$rc" -eq 130 ] || fail "wl_basic --handle-int: exit status $rc, want death by SIGINT"
+  kill_expect INT "wl_basic --handle-int"
   expect_line "$(cat own.out)" '^SIGINT default=1$' "sigaction hides culpert's handler"
   expect_line "$(cat own.out)" '^SIGTERM default=1$' "signal hides culpert's handler"
   expect_line "$(cat own.out)" '^handled SIGINT$' "the program's handler"
   expect_totals own.pb.gz handle_request/parse "100 100000 40 40000 100"
   # the program set SIGTERM to the default itself: culpert's handler stays
   CULPERT_WRITE_ON_SIGNAL=1 run_until_ready own2 --handle-int
-  kill -s TERM "$prog"
-  wait "$prog"
-  rc=$?
-  [ "$rc" -eq 143 ] || fail "SIGTERM after signal(SIGTERM, SIG_DFL): exit status $rc"
+  kill_expect TERM "SIGTERM after signal(SIGTERM, SIG_DFL)"
   expect_totals own2.pb.gz handle_request/parse "100 100000 40 40000 100"
   # a handler set with SA_RESETHAND (node's): it runs, finds the default
   # action, raises the signal again, and the profile is written as the
   # default action ends the program
   CULPERT_WRITE_ON_SIGNAL=1 run_until_ready once --resethand
-  kill -s TERM "$prog"
-  wait "$prog"
-  rc=$?
-  [ "$rc" -eq 143 ] || fail "wl_basic --resethand: exit status $rc, want death by SIGTERM"
+  kill_expect TERM "wl_basic --resethand"
   expect_line "$(cat once.out)" '^SIGTERM resethand=1$' "sigaction reports the program's handler"
   expect_line "$(cat once.out)" '^handled SIGTERM default=1$' "the handler, after the reset"
   expect_totals once.pb.gz handle_request/parse "100 100000 40 40000 100"

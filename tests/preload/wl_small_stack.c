@@ -97,17 +97,26 @@ static void *ending_thread(void *arg)
   return (void *)1;
 }
 
-static int end_program(void)
+/* Run `fn` on a thread with a STACK_BYTES stack and join it: 0 with its
+ * result in *res, or -1. */
+static int on_small_thread(void *(*fn)(void *), void **res)
 {
   pthread_attr_t attr;
   pthread_t t;
-  void *res;
   pthread_attr_init(&attr);
-  if (pthread_attr_setstacksize(&attr, STACK_BYTES < PTHREAD_STACK_MIN ? PTHREAD_STACK_MIN
-                                                                       : STACK_BYTES) != 0 ||
-      pthread_create(&t, &attr, ending_thread, NULL) != 0 || pthread_join(t, &res) != 0)
-    return 1;
-  return res != NULL;
+  size_t size = STACK_BYTES < PTHREAD_STACK_MIN ? PTHREAD_STACK_MIN : STACK_BYTES;
+  int rc = -1;
+  if (pthread_attr_setstacksize(&attr, size) == 0 && pthread_create(&t, &attr, fn, NULL) == 0 &&
+      pthread_join(t, res) == 0)
+    rc = 0;
+  pthread_attr_destroy(&attr);
+  return rc;
+}
+
+static int end_program(void)
+{
+  void *res;
+  return on_small_thread(ending_thread, &res) != 0 || res != NULL;
 }
 
 int main(int argc, char **argv)
@@ -118,15 +127,9 @@ int main(int argc, char **argv)
     end_path = argc >= 3 ? argv[2] : "";
   }
   for (int i = 0; i < 40; i++) {
-    pthread_attr_t attr;
-    pthread_t t;
     void *res;
-    pthread_attr_init(&attr);
-    if (pthread_attr_setstacksize(&attr, STACK_BYTES < PTHREAD_STACK_MIN ? PTHREAD_STACK_MIN
-                                                                         : STACK_BYTES) != 0 ||
-        pthread_create(&t, &attr, thread_main, NULL) != 0 || pthread_join(t, &res) != 0)
+    if (on_small_thread(thread_main, &res) != 0)
       return 1;
-    pthread_attr_destroy(&attr);
     if ((long)res < 0)
       return 1;
     total += (long)res;
