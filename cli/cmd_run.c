@@ -329,6 +329,15 @@ static bool dynamic_says_pie(int fd, Elf64_Off off, Elf64_Xword size)
   return false;
 }
 
+/* Whether `fd` holds a 64-bit ELF file whose header, read into *eh, has
+ * program headers of the size this reader expects. */
+static bool elf64_header(int fd, Elf64_Ehdr *eh)
+{
+  return pread(fd, eh, sizeof *eh, 0) == (ssize_t)sizeof *eh &&
+         memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
+         eh->e_phentsize == sizeof(Elf64_Phdr);
+}
+
 /* Whether `file` is a statically linked ELF executable, which the dynamic
  * loader, the one reader of LD_PRELOAD, never runs for: an ET_EXEC
  * without a PT_INTERP, or a static PIE (an ET_DYN without a PT_INTERP
@@ -342,9 +351,7 @@ static bool statically_linked(const char *file)
     return false;
   Elf64_Ehdr eh;
   bool is_static = false;
-  if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
-      memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
-      (eh.e_type == ET_EXEC || eh.e_type == ET_DYN) && eh.e_phentsize == sizeof(Elf64_Phdr)) {
+  if (elf64_header(fd, &eh) && (eh.e_type == ET_EXEC || eh.e_type == ET_DYN)) {
     bool interp = false, readable = true;
     Elf64_Phdr dyn = {.p_type = PT_NULL};
     for (unsigned i = 0; i < eh.e_phnum && readable && !interp; i++) {
@@ -395,9 +402,7 @@ static const char *sanitizer_runtime(const char *file, char *lib, size_t len, co
   Elf64_Ehdr eh;
   Elf64_Phdr load[16], dyn = {.p_type = PT_NULL};
   unsigned nload = 0;
-  if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
-      memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-      eh.e_phentsize != sizeof(Elf64_Phdr))
+  if (!elf64_header(fd, &eh))
     goto out;
   for (unsigned i = 0; i < eh.e_phnum && i < 64; i++) {
     Elf64_Phdr ph;
