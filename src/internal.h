@@ -542,6 +542,11 @@ void culpert__record_count_dropped(void);
 
 /* culpert__record_reset: forget everything (fork child); lock not held. */
 void culpert__record_reset(void);
+/* culpert__map_unfilled: a private anonymous mapping of `bytes`, its first
+ * `guard` bytes inaccessible and the rest readable and writable, whose
+ * pages are backed only as they are touched, even where the program asked
+ * mlockall(MCL_FUTURE); NULL when it cannot be made (record.c). */
+void *culpert__map_unfilled(size_t bytes, size_t guard);
 
 void culpert__record_lock(void);
 int culpert__record_trylock(void); /* 1 when taken; never waits */

@@ -192,18 +192,9 @@ static void own_stack_entry(unsigned hi, unsigned lo)
 static void on_own_stack(void (*fn)(void *), void *arg)
 {
   size_t size = WRITER_STACK + WRITER_STACK_GUARD;
-  /* Mapped inaccessible, unlocked, then opened above the guard: under
-   * mlockall(MCL_FUTURE) a mapping made writable at once would be locked
-   * and filled whole (as the sample tables, record.c). */
-  unsigned char *mem =
-      mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
-  if (mem == MAP_FAILED) {
-    fn(arg);
-    return;
-  }
-  munlock(mem, size);
-  if (mprotect(mem + WRITER_STACK_GUARD, WRITER_STACK, PROT_READ | PROT_WRITE) != 0) {
-    munmap(mem, size);
+  /* Not filled at once under mlockall(MCL_FUTURE); the guard below. */
+  unsigned char *mem = culpert__map_unfilled(size, WRITER_STACK_GUARD);
+  if (mem == NULL) {
     fn(arg);
     return;
   }

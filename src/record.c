@@ -45,20 +45,26 @@ static atomic_uint_fast64_t dropped;
 
 /* Address space only, whatever the program asked with
  * mlockall(MCL_FUTURE): a mapping made readable and writable at once would
- * then be locked and filled at once, all 146 MiB of it resident (a
+ * then be locked and filled at once, all 146 MiB of the tables resident (a
  * program's VmLck went from 8 MB to 164 MB). Mapped inaccessible (nothing
  * to fill), unlocked, then opened: its pages come as they are touched. */
-static void *reserve(size_t bytes)
+void *culpert__map_unfilled(size_t bytes, size_t guard)
 {
-  void *p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  unsigned char *p =
+      mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
     return NULL;
   munlock(p, bytes);
-  if (mprotect(p, bytes, PROT_READ | PROT_WRITE) != 0) {
+  if (mprotect(p + guard, bytes - guard, PROT_READ | PROT_WRITE) != 0) {
     munmap(p, bytes);
     return NULL;
   }
   return p;
+}
+
+static void *reserve(size_t bytes)
+{
+  return culpert__map_unfilled(bytes, 0);
 }
 
 /* Reserve the tables on first use (lock held): whole, or a half, a
