@@ -1597,69 +1597,62 @@ static void on_oneshot_signal(int sig, siginfo_t *info, void *ctx)
     prog.sa_handler(sig);
 }
 
+/* Install on_oneshot_signal in place of the program's SA_RESETHAND
+ * handler `act` of signal ending_signals[i], with its mask and flags. */
+static int stand_in_for_oneshot(int i, const struct sigaction *act)
+{
+  struct sigaction mine = *act;
+  mine.sa_flags = (act->sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+  mine.sa_sigaction = on_oneshot_signal;
+  theirs[i] = *act;
+  if (__sigaction(ending_signals[i], &mine, NULL) != 0)
+    return -1;
+  atomic_fetch_and(&hidden, ~(1u << i));
+  atomic_fetch_or(&oneshot, 1u << i);
+  return 0;
+}
+
 int culpert__signal_intercept(int sig, const struct sigaction *act, struct sigaction *old)
 {
   int i = ending_index(sig);
   if (i < 0 || !atomic_load(&watching))
     return __sigaction(sig, act, old);
-  unsigned bit = 1u << i;
-  if (act != NULL && (act->sa_flags & SA_RESETHAND) && !is_default(act) &&
-      ((act->sa_flags & SA_SIGINFO) || act->sa_handler != SIG_IGN)) {
-    /* on_oneshot_signal stands in for it, with its mask and flags. */
-    struct sigaction before, mine = *act;
-    unsigned had = atomic_load(&hidden) & bit, one = atomic_load(&oneshot) & bit;
-    if (!had && !one && __sigaction(sig, NULL, &before) != 0)
-      return -1;
-    if (had)
-      before = seen[i];
-    else if (one)
-      before = theirs[i];
-    mine.sa_flags = (act->sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
-    mine.sa_sigaction = on_oneshot_signal;
-    theirs[i] = *act;
-    if (__sigaction(sig, &mine, NULL) != 0)
-      return -1;
+  unsigned bit = 1u << i, had = atomic_load(&hidden) & bit;
+  /* What the program sees now: the default action culpert's handler
+   * stands in for, its own SA_RESETHAND handler, or the kernel's. */
+  struct sigaction before;
+  if (had)
+    before = seen[i];
+  else if (atomic_load(&oneshot) & bit)
+    before = theirs[i];
+  else if (__sigaction(sig, NULL, &before) != 0)
+    return -1;
+  int rc = 0;
+  if (act == NULL) {
+    /* a query */
+  } else if (is_default(act) && had) {
+    seen[i] = *act; /* the default again: culpert's handler stays */
+  } else if (is_default(act)) {
+    /* The program goes back to the default action (Python does before it
+     * ends itself by SIGINT): culpert's handler stands in for it again. */
+    rc = stand_in_for_default(i, act, NULL);
+  } else if ((act->sa_flags & SA_RESETHAND) &&
+             ((act->sa_flags & SA_SIGINFO) || act->sa_handler != SIG_IGN)) {
+    rc = stand_in_for_oneshot(i, act);
+  } else {
+    /* A handler of the program's own, or SIG_IGN: culpert steps aside. */
+    unsigned one = atomic_load(&oneshot) & bit;
     atomic_fetch_and(&hidden, ~bit);
-    atomic_fetch_or(&oneshot, bit);
-    if (old != NULL)
-      *old = before;
-    return 0;
-  }
-  if (atomic_load(&oneshot) & bit) {
-    struct sigaction before = theirs[i];
-    if (act != NULL && is_default(act)) {
-      if (stand_in_for_default(i, act, NULL) != 0)
-        return -1;
-    } else if (act != NULL) {
-      if (__sigaction(sig, act, NULL) != 0)
-        return -1;
-      atomic_fetch_and(&oneshot, ~bit);
+    atomic_fetch_and(&oneshot, ~bit);
+    rc = __sigaction(sig, act, NULL);
+    if (rc != 0) {
+      atomic_fetch_or(&hidden, had);
+      atomic_fetch_or(&oneshot, one);
     }
-    if (old != NULL)
-      *old = before;
-    return 0;
   }
-  if (atomic_load(&hidden) & bit) {
-    struct sigaction before = seen[i];
-    if (act != NULL && !is_default(act)) {
-      /* A handler of the program's own, or SIG_IGN: culpert steps aside. */
-      atomic_fetch_and(&hidden, ~bit);
-      if (__sigaction(sig, act, NULL) != 0) {
-        atomic_fetch_or(&hidden, bit);
-        return -1;
-      }
-    } else if (act != NULL) {
-      seen[i] = *act; /* the default again: culpert's handler stays */
-    }
-    if (old != NULL)
-      *old = before;
-    return 0;
-  }
-  if (act == NULL || !is_default(act))
-    return __sigaction(sig, act, old);
-  /* The program goes back to the default action (Python does before it
-   * ends itself by SIGINT): culpert's handler stands in for it again. */
-  return stand_in_for_default(i, act, old);
+  if (rc == 0 && old != NULL)
+    *old = before;
+  return rc;
 }
 
 /* Seconds on CLOCK_MONOTONIC (async-signal-safe). */
